@@ -1,0 +1,42 @@
+# muster — common tasks. `make help` lists them.
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PYTEST_FLAGS      ?= -q --durations=10
+BENCH_ARGS        ?=
+CONFORMANCE_ARGS  ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test lint demo bench conformance conformance-build
+
+help:
+	@echo "make install      create .venv, pip install -e '.[test]', apt-get kcat if missing"
+	@echo "make test         lint, then the test suite (pytest)"
+	@echo "make lint         ruff check src tests bench"
+	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"
+	@echo "make bench        muster vs Tansu produce/fetch throughput (BENCH_ARGS='--quick ...')"
+	@echo "make conformance  build librdkafka 2.0.2's test suite and run it against muster"
+	@echo "                  (CONFORMANCE_ARGS='--group' | '--produce' | '--tests 0018,0030')"
+
+install:
+	.ci/install
+
+lint:
+	$(BIN)/ruff check src tests bench
+
+# pytest's exit code 5 ("no tests collected") is a failure here, never a success.
+test: lint
+	@rc=0; $(BIN)/pytest $(PYTEST_FLAGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): FAILED" >&2; fi; \
+	exit $$rc
+
+demo:
+	$(BIN)/muster demo
+
+bench:
+	$(BIN)/python bench/produce_fetch.py $(BENCH_ARGS)
+
+conformance-build:
+	conformance/build_librdkafka.sh
+
+conformance: conformance-build
+	$(BIN)/python conformance/run.py $(CONFORMANCE_ARGS)

@@ -1,0 +1,421 @@
+"""Run librdkafka 2.0.2's own integration tests against muster, one fresh broker per test.
+
+See ../shared/conformance/librdkafka.md. Build the test runner first with
+``conformance/build_librdkafka.sh`` (``make conformance`` does both).
+
+    .venv/bin/python conformance/run.py                 # group + produce lists
+    .venv/bin/python conformance/run.py --group         # §4a consumer-group/offset list
+    .venv/bin/python conformance/run.py --produce       # §4b produce/fetch/offset list
+    .venv/bin/python conformance/run.py --tests 0018,0030
+    .venv/bin/python conformance/run.py --noautocreate  # 0045 variants, 0107, 0111
+
+For each test number: start ``python -m muster serve`` on a fresh data dir and a free
+port, write ``test.conf``, run ``TESTS=<n> ./test-runner -p1 -L`` (with
+LD_LIBRARY_PATH=../src:../src-cpp and TEST_KAFKA_VERSION=3.1.0) under a per-test
+timeout, stop the broker, and collect pass/fail plus the first ``### Test ... failed
+at`` line. Logs go to conformance/results/<time>/. The last line printed is
+``N passed, N failed``; the exit code is 0 only when nothing failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+import common  # noqa: E402  (bench/common.py: ports, broker processes, rich console)
+from rich.table import Table  # noqa: E402
+
+# §4a: consumer-group / offset tests (0140 exists only in 2.8.0).
+GROUP_TESTS = [
+    "0018",
+    "0019",
+    "0020",
+    "0026",
+    "0029",
+    "0030",
+    "0033",
+    "0040",
+    "0042",
+    "0045",
+    "0050",
+    "0051",
+    "0056",
+    "0060",
+    "0061",
+    "0064",
+    "0083",
+    "0084",
+    "0089",
+    "0091",
+    "0093",
+    "0099",
+    "0102",
+    "0113",
+    "0118",
+    "0122",
+    "0130",
+    "0132",
+    "0137",
+]
+# §4b: plain produce / fetch / offset-lookup tests, including the sockem ones that work
+# against an external broker. Not here: transactions (0103, 0129; muster has none) and
+# 0127 (2.8.0 only).
+PRODUCE_TESTS = [
+    "0001",
+    "0002",
+    "0003",
+    "0005",
+    "0007",
+    "0008",
+    "0011",
+    "0012",
+    "0013",
+    "0014",
+    "0015",
+    "0016",
+    "0017",
+    "0021",
+    "0022",
+    "0031",
+    "0034",
+    "0035",
+    "0036",
+    "0038",
+    "0039",
+    "0041",
+    "0044",
+    "0048",
+    "0053",
+    "0054",
+    "0055",
+    "0057",
+    "0059",
+    "0063",
+    "0065",
+    "0067",
+    "0070",
+    "0073",
+    "0082",
+    "0085",
+    "0086",
+    "0090",
+    "0092",
+    "0110",
+    "0112",
+    "0114",
+    "0123",
+    "0125",
+    "0049",
+    "0068",
+    "0075",
+    "0076",
+    "0088",
+    "0094",
+]
+# Tests of the 'noautocreate' scenario: run with -s noautocreate against a broker with
+# auto.create.topics.enable=false (selecting 0045 then runs only its noautocreate variants).
+NOAUTOCREATE_TESTS = ["0045", "0107", "0111"]
+
+# The librdkafka test framework's default scenario is Kafka with these settings
+# (tests/scenarios/default.json); replication factor is 1 on a single broker.
+MUSTER_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "4",
+}
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\(B")
+SUMMARY_ROW = re.compile(r"^\|\s*(\d{4}_\S+)\s*\|\s*([A-Z][A-Z ]*?)\s*\|\s*([\d.]+)s\s*\|\s*(.*)$")
+FAILED_AT = re.compile(r'^### Test "(.*?)" failed at (.*?) ###\s*$')
+STATE_LINE = re.compile(r"^=+ Test (\S+) (PASSED|FAILED|SKIPPED) =+")
+
+
+@dataclass
+class Result:
+    test: str
+    status: str = "failed"  # passed | failed | skipped
+    rc: int | None = None
+    seconds: float = 0.0
+    entries: dict[str, str] = field(default_factory=dict)  # runner test name -> state
+    failure: str = ""  # first '### Test ... failed at' line and the line after it
+    note: str = ""
+    log: str = ""
+
+
+def default_build_dir() -> Path:
+    return Path(os.environ.get("BUILD_DIR", HERE / ".build")) / "librdkafka-2.0.2"
+
+
+def parse_output(text: str, res: Result) -> None:
+    lines = [ANSI.sub("", ln) for ln in text.splitlines()]
+    for i, ln in enumerate(lines):
+        m = SUMMARY_ROW.match(ln.strip())
+        if m and m.group(1) != "<MAIN>":
+            res.entries[m.group(1)] = m.group(2)
+            continue
+        m = STATE_LINE.match(ln.strip())
+        if m:
+            res.entries.setdefault(m.group(1), m.group(2))
+            continue
+        if not res.failure:
+            m = FAILED_AT.match(ln.strip())
+            if m:
+                nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+                res.failure = f'"{m.group(1)}" at {m.group(2)}: {nxt}'
+
+
+def classify(res: Result, timed_out: bool) -> None:
+    states = set(res.entries.values())
+    if timed_out:
+        res.status, res.note = "failed", res.note or "timeout"
+    elif res.rc == 0 and "FAILED" not in states and "RUNNING" not in states:
+        if states and states <= {"SKIPPED"}:
+            res.status = "skipped"
+        elif not states:
+            res.status, res.note = "skipped", "no test selected"
+        else:
+            res.status = "passed"
+    else:
+        res.status = "failed"
+        if res.rc is not None and (res.rc < 0 or res.rc > 128):
+            signum = -res.rc if res.rc < 0 else res.rc - 128
+            with contextlib.suppress(ValueError):
+                res.note = res.note or f"runner ended by {signal.Signals(signum).name}"
+
+
+def broker_argv(
+    args: argparse.Namespace, port: int, data_dir: Path, extra_settings: dict[str, str]
+) -> list[str]:
+    if args.peer == "tansu":
+        return common.tansu_argv("127.0.0.1", port)
+    if args.broker_cmd:
+        cmd = args.broker_cmd.format(port=port, data_dir=data_dir, host="127.0.0.1")
+        return shlex.split(cmd)
+    settings = dict(MUSTER_SETTINGS)
+    settings.update(extra_settings)
+    settings.update(dict(kv.split("=", 1) for kv in args.set))
+    return common.muster_argv(data_dir, "127.0.0.1", port, settings, args.python)
+
+
+def run_one(
+    args: argparse.Namespace, test: str, tests_dir: Path, out: Path, scenario: str | None
+) -> Result:
+    res = Result(test=test)
+    port = common.free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix=f"muster-conf-{test}-"))
+    suffix = f"-{scenario}" if scenario else ""
+    log_path = out / f"{test}{suffix}.log"
+    res.log = str(log_path)
+    extra = {"auto.create.topics.enable": "false"} if scenario == "noautocreate" else {}
+    broker = common.Broker(
+        name=args.peer or "muster",
+        argv=broker_argv(args, port, data_dir, extra),
+        host="127.0.0.1",
+        port=port,
+        log_path=out / f"{test}{suffix}.broker.log",
+        data_dir=data_dir,
+    )
+    unset = ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE")
+    t0 = time.monotonic()
+    try:
+        broker.start(timeout=args.broker_start_timeout, unset=unset)
+    except Exception as e:  # broker did not come up: the test fails, the run goes on
+        res.status, res.note = "failed", "broker did not start"
+        res.failure = str(e).splitlines()[0]
+        return res
+
+    conf = tests_dir / "test.conf"
+    conf.write_text(
+        f"bootstrap.servers=127.0.0.1:{port}\n"
+        "broker.address.family=v4\n" + "".join(f"{kv}\n" for kv in args.client_conf)
+    )
+    env = dict(os.environ)
+    env.update(
+        {
+            "TESTS": test,
+            "LD_LIBRARY_PATH": "../src:../src-cpp",
+            "TEST_KAFKA_VERSION": args.kafka_version,
+            "RDKAFKA_TEST_CONF": str(conf),
+        }
+    )
+    for k in ("KAFKA_PATH", "BROKERS", "ZK_ADDRESS", "TESTS_SKIP", "SUBTESTS"):
+        env.pop(k, None)
+    if args.subtests:
+        env["SUBTESTS"] = args.subtests
+    cmd = ["./test-runner", "-p1", "-L"]
+    if scenario:
+        cmd += ["-s", scenario]
+    timed_out = False
+    with open(log_path, "wb") as logf:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tests_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            res.rc = proc.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            res.rc = proc.wait()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            broker.stop()
+            raise
+    res.seconds = time.monotonic() - t0
+    broker_alive = broker.alive()
+    broker_rc = broker.stop()
+    parse_output(log_path.read_text(errors="replace"), res)
+    if not broker_alive:
+        res.note = f"broker exited (rc {broker_rc}) during the test"
+    classify(res, timed_out)
+    if not broker_alive and res.status == "passed":
+        res.status = "failed"
+    return res
+
+
+def print_table(results: list[Result]) -> None:
+    t = Table(title="librdkafka 2.0.2 integration tests", title_justify="left")
+    t.add_column("test")
+    t.add_column("result")
+    t.add_column("time", justify="right")
+    t.add_column("rc", justify="right")
+    t.add_column("first failure / note", overflow="fold")
+    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    for r in results:
+        names = ", ".join(f"{n}={s}" if s != "PASSED" else n for n, s in r.entries.items())
+        detail = r.failure or r.note
+        if r.failure and r.note:
+            detail = f"{r.note}: {r.failure}"
+        t.add_row(
+            names or r.test,
+            f"[{colour[r.status]}]{r.status}[/]",
+            f"{r.seconds:.0f}s",
+            "-" if r.rc is None else str(r.rc),
+            detail,
+        )
+    common.console.print(t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--group", action="store_true", help="the §4a group/offset list")
+    ap.add_argument("--produce", action="store_true", help="the §4b produce/fetch list")
+    ap.add_argument(
+        "--noautocreate",
+        action="store_true",
+        help="the noautocreate scenario (auto.create.topics.enable=false)",
+    )
+    ap.add_argument("--tests", help="comma-separated test numbers (overrides the lists)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per test (600)")
+    ap.add_argument(
+        "--build-dir",
+        type=Path,
+        default=None,
+        help="librdkafka source tree (default conformance/.build/librdkafka-2.0.2)",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="log directory (default conformance/results/<time>)"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra muster --set option"
+    )
+    ap.add_argument(
+        "--client-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra line for test.conf (e.g. debug=cgrp,protocol)",
+    )
+    ap.add_argument("--subtests", help="SUBTESTS filter passed to the runner")
+    ap.add_argument("--kafka-version", default="3.1.0", help="TEST_KAFKA_VERSION (3.1.0)")
+    ap.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
+    ap.add_argument("--broker-start-timeout", type=float, default=60, help=argparse.SUPPRESS)
+    # Hidden: run against another broker to check the harness itself.
+    ap.add_argument("--peer", choices=["tansu"], help=argparse.SUPPRESS)
+    ap.add_argument("--broker-cmd", help=argparse.SUPPRESS)  # {port} {data_dir} {host}
+    args = ap.parse_args(argv)
+
+    build = (args.build_dir or default_build_dir()).resolve()
+    tests_dir = build / "tests"
+    runner = tests_dir / "test-runner"
+    if not os.access(runner, os.X_OK):
+        common.console.print(f"[red]{runner} not found: run conformance/build_librdkafka.sh[/]")
+        print("0 passed, 1 failed")
+        return 2
+
+    plan: list[tuple[str, str | None]] = []
+    if args.tests:
+        plan += [(t.strip().zfill(4), None) for t in args.tests.split(",") if t.strip()]
+    else:
+        if args.group or not (args.produce or args.noautocreate):
+            plan += [(t, None) for t in GROUP_TESTS]
+        if args.produce or not (args.group or args.noautocreate):
+            plan += [(t, None) for t in PRODUCE_TESTS]
+    if args.noautocreate:
+        plan += [(t, "noautocreate") for t in NOAUTOCREATE_TESTS]
+
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    out = (args.out or HERE / "results" / stamp).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    common.install_signal_handlers()
+    who = args.peer or (args.broker_cmd and "custom broker") or "muster"
+    common.console.print(f"running {len(plan)} test(s) against {who}; logs in {out}")
+
+    results: list[Result] = []
+    interrupted = False
+    try:
+        for i, (test, scenario) in enumerate(plan, 1):
+            label = test + (f" ({scenario})" if scenario else "")
+            common.console.print(f"[{i}/{len(plan)}] {label} ...", end=" ")
+            r = run_one(args, test, tests_dir, out, scenario)
+            results.append(r)
+            col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
+            common.console.print(
+                f"[{col}]{r.status}[/] ({r.seconds:.0f}s)" + (f" {r.note}" if r.note else "")
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+        common.console.print("[red]interrupted[/]")
+    finally:
+        common.stop_all()
+
+    print_table(results)
+    (out / "summary.json").write_text(
+        json.dumps({"broker": who, "results": [asdict(r) for r in results]}, indent=2) + "\n"
+    )
+    passed = sum(r.status == "passed" for r in results)
+    failed = sum(r.status == "failed" for r in results)
+    skipped = sum(r.status == "skipped" for r in results)
+    if skipped:
+        print(f"{skipped} skipped (no sub-test ran against the broker)")
+    print(f"{passed} passed, {failed} failed")
+    if interrupted:
+        return 130
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""muster: a Kafka-wire-compatible broker built around the consumer group."""

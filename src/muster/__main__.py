@@ -1,0 +1,3 @@
+from muster.cli.main import app
+
+app()

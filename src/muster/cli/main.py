@@ -1,0 +1,48 @@
+"""The `muster` command: wires the command modules into one typer app."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from typing import Annotated
+
+import typer
+
+from muster.cli import consume, produce, serve, topics
+
+app = typer.Typer(
+    name="muster",
+    help="muster: a Kafka-wire-compatible broker, and tools to talk to one.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"muster {_dist_version('muster')}")
+        except PackageNotFoundError:
+            typer.echo("muster (version unknown)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """muster: a Kafka-wire-compatible broker, and tools to talk to one."""
+
+
+serve.register(app)
+app.add_typer(topics.app, name="topics")
+produce.register(app)
+consume.register(app)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,119 @@
+"""Internal plumbing of one shard step: configuration and the effects a
+handler accumulates (records, replies, timers, events, continuations)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from muster.coordinator.runtime.result import Cancel, Record, Schedule, TimerOp
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    num_partitions: int = 50
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2147483647
+    offsets_retention_ms: int = 10080 * 60 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
+    new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any]) -> CoordinatorConfig:
+        """From broker properties (muster.config.BrokerConfig or a plain dict)."""
+        d = cls()
+
+        def get(name: str, default: int) -> int:
+            return int(cfg[name]) if name in cfg else default
+
+        return cls(
+            num_partitions=get("offsets.topic.num.partitions", d.num_partitions),
+            group_min_session_timeout_ms=get(
+                "group.min.session.timeout.ms", d.group_min_session_timeout_ms
+            ),
+            group_max_session_timeout_ms=get(
+                "group.max.session.timeout.ms", d.group_max_session_timeout_ms
+            ),
+            group_initial_rebalance_delay_ms=get(
+                "group.initial.rebalance.delay.ms", d.group_initial_rebalance_delay_ms
+            ),
+            group_max_size=get("group.max.size", d.group_max_size),
+            offsets_retention_ms=get("offsets.retention.minutes", 10080) * 60 * 1000,
+            offsets_retention_check_interval_ms=get(
+                "offsets.retention.check.interval.ms", d.offsets_retention_check_interval_ms
+            ),
+        )
+
+
+Continuation = Callable[[int, "Effects"], None]  # (error_code, effects)
+
+
+@dataclass
+class Effects:
+    now: int
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    continuations: list[Continuation] = field(default_factory=list)
+
+    def reply(self, request_id: int | None, response: Any) -> None:
+        if request_id is not None:
+            self.replies.append((request_id, response))
+
+    def record(self, record: Record) -> None:
+        self.records.append(record)
+
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
+        self.timers.append(Schedule(key, deadline_ms))
+
+    def cancel(self, key: TimerKey) -> None:
+        self.timers.append(Cancel(key))
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+    def after_durable(self, continuation: Continuation) -> None:
+        self.continuations.append(continuation)
+
+
+class TimerKey(str):
+    """A timer key (plain text for the runtime) that remembers its target."""
+
+    kind: str
+    group_id: str
+    member_id: str
+
+    def __new__(cls, kind: str, group_id: str = "", member_id: str = "") -> TimerKey:
+        text = kind if not group_id else f"{kind}-{group_id}"
+        if member_id:
+            text += f"-{member_id}"
+        key = super().__new__(cls, text)
+        key.kind, key.group_id, key.member_id = kind, group_id, member_id
+        return key
+
+
+def heartbeat_key(group_id: str, member_id: str) -> TimerKey:
+    return TimerKey("heartbeat", group_id, member_id)
+
+
+def pending_key(group_id: str, member_id: str) -> TimerKey:
+    return TimerKey("pending", group_id, member_id)
+
+
+def join_key(group_id: str) -> TimerKey:
+    return TimerKey("join", group_id)
+
+
+def sync_key(group_id: str) -> TimerKey:
+    return TimerKey("sync", group_id)
+
+
+EXPIRE_OFFSETS_KEY = TimerKey("expire-offsets")

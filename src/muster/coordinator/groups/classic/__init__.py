@@ -1,0 +1,1 @@
+"""Kafka's classic consumer-group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup)."""

@@ -1,0 +1,48 @@
+"""What one step of a coordinator shard gives its runtime.
+
+`records` are appended atomically to the shard's `__consumer_offsets`
+partition; once they are durable the runtime sends `replies` (each answers
+the request with that id — possibly one parked by an earlier step) and, when
+`on_durable` is set, calls `shard.complete_write(on_durable, error_code,
+now_ms)` (error_code 0 when the append succeeded, else the append's Kafka
+error) and processes the Result that returns. A Result without records has
+nothing to wait for. `timers` are keyed: `Schedule(key, deadline_ms)` replaces
+any timer with that key, `Cancel(key)` drops it; when one fires the runtime
+calls `shard.on_timer(key, now_ms)` on the same serial queue. `events` are
+rebalance domain events (muster.coordinator.events) for `__muster_group_events`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Schedule:
+    key: str
+    deadline_ms: int
+
+
+@dataclass(frozen=True)
+class Cancel:
+    key: str
+
+
+TimerOp = Schedule | Cancel
+Record = tuple[bytes, bytes | None]
+
+
+@dataclass
+class Result:
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[int, Any]] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    on_durable: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.records or self.replies or self.timers or self.events) and (
+            self.on_durable is None
+        )

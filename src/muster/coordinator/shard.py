@@ -1,0 +1,370 @@
+"""One coordinator shard: the pure state machine of one `__consumer_offsets`
+partition. The runtime drives it serially:
+
+    shard = CoordinatorShard(partition, config)
+    for key, value, offset in partition_log: shard.replay(key, value, offset)
+    result = shard.loaded(now_ms)                  # re-arms timers
+    result = shard.handle(request_id, request, now_ms)
+    result = shard.on_timer(key, now_ms)
+    result = shard.complete_write(token, error_code, now_ms)
+
+See muster.coordinator.runtime.result for what a Result obliges the runtime
+to do. Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from muster.coordinator import errors as E
+from muster.coordinator import events as ev
+from muster.coordinator import requests as rq
+from muster.coordinator import responses as rs
+from muster.coordinator.context import (
+    EXPIRE_OFFSETS_KEY,
+    Continuation,
+    CoordinatorConfig,
+    Effects,
+    TimerKey,
+    heartbeat_key,
+)
+from muster.coordinator.groups.classic import admin, join, membership, rebalance
+from muster.coordinator.groups.classic.group import ClassicGroup, CommittedOffset, Member
+from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.store import GroupStore, random_member_id
+from muster.coordinator.offsets.manager import OffsetManager
+from muster.coordinator.runtime.partitioning import partition_for
+from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.records.offsets_topic import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+
+# APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
+_EMPTY_ID_OK = (rq.OffsetCommit, rq.OffsetFetch, rq.DescribeGroups, rq.DeleteGroups)
+
+
+class CoordinatorShard:
+    def __init__(
+        self,
+        partition: int,
+        config: CoordinatorConfig | Mapping[str, Any] | None = None,
+        new_member_id: Callable[[str], str] = random_member_id,
+    ) -> None:
+        if not isinstance(config, CoordinatorConfig):
+            config = CoordinatorConfig.from_mapping(config or {})
+        self.partition = partition
+        self.cfg = config
+        self.store = GroupStore(config, new_member_id)
+        self.offsets = OffsetManager(self.store)
+        self.loading = True
+        self._timers: dict[str, tuple[TimerKey, int]] = {}
+        self._continuations: dict[int, list[Continuation]] = {}
+        self._next_token = 0
+
+    # ---- the runtime's API -------------------------------------------------
+
+    def handle(self, request_id: int, request: Any, now_ms: int) -> Result:
+        fx = Effects(now_ms)
+        handler = _HANDLERS.get(type(request))
+        if handler is None:
+            raise TypeError(f"not a coordinator request: {type(request).__name__}")
+        handler(self, fx, request_id, request)
+        return self._result(fx)
+
+    def on_timer(self, key: str, now_ms: int) -> Result:
+        fx = Effects(now_ms)
+        entry = self._timers.get(key)
+        if entry is None:
+            return Result()  # cancelled or replaced meanwhile
+        tkey, deadline = entry
+        if now_ms < deadline:
+            fx.schedule(tkey, deadline)  # fired early: keep waiting
+            return self._result(fx)
+        del self._timers[key]
+        if tkey is EXPIRE_OFFSETS_KEY or tkey.kind == EXPIRE_OFFSETS_KEY.kind:
+            self.offsets.expire(fx)
+            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
+            return self._result(fx)
+        group = self.store.get(tkey.group_id)
+        if group is not None:
+            if tkey.kind == "heartbeat":
+                membership.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
+            elif tkey.kind == "pending":
+                membership.on_pending_timer(self.store, group, tkey.member_id, fx)
+            elif tkey.kind == "join":
+                rebalance.on_join_timer(self.store, group, fx)
+            elif tkey.kind == "sync":
+                membership.on_sync_timer(self.store, group, fx)
+        return self._result(fx)
+
+    def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
+        fx = Effects(now_ms)
+        for continuation in self._continuations.pop(token, []):
+            continuation(error_code, fx)
+        return self._result(fx)
+
+    def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
+        """Apply one `__consumer_offsets` record in log order (load path)."""
+        k = decode_key(key)
+        self.offsets.next_seq = max(self.offsets.next_seq, offset + 1)
+        if isinstance(k, OffsetCommitKey):
+            tp = (k.topic, k.partition)
+            if value is None:
+                group = self.store.get(k.group)
+                if group is not None:
+                    group.offsets.pop(tp, None)
+                return
+            v = decode_offset_commit_value(value)
+            group = self.store.get_or_create(k.group)
+            group.offsets[tp] = CommittedOffset(
+                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp, offset
+            )
+        elif isinstance(k, GroupMetadataKey):
+            if value is None:
+                group = self.store.get(k.group)
+                if group is not None:
+                    if group.offsets:
+                        fresh = ClassicGroup(k.group, offsets=group.offsets)
+                        self.store.groups[k.group] = fresh
+                    else:
+                        self.store.remove(k.group)
+                return
+            self._load_group(k.group, decode_group_metadata_value(value))
+
+    def loaded(self, now_ms: int) -> Result:
+        """Loading is over: re-arm members' session deadlines and offset expiry."""
+        self.loading = False
+        fx = Effects(now_ms)
+        for group in self.store:
+            for member in group.members.values():
+                fx.schedule(
+                    heartbeat_key(group.group_id, member.member_id),
+                    now_ms + member.session_timeout_ms,
+                )
+            if len(group.members) > self.cfg.group_max_size:
+                # group.max.size was lowered: let the group shrink through a rebalance
+                rebalance.prepare_rebalance(
+                    self.store,
+                    group,
+                    fx,
+                    ev.GROUP_MAX_SIZE,
+                    "",
+                    None,
+                    f"loaded with {len(group.members)} members, over group.max.size",
+                )
+        fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
+        return self._result(fx)
+
+    # ---- inspection (tests, CLI, metrics) ----------------------------------
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self.store.get(group_id)
+
+    def groups(self) -> list[ClassicGroup]:
+        return list(self.store)
+
+    def pending_timers(self) -> dict[str, int]:
+        return {k: deadline for k, (_, deadline) in self._timers.items()}
+
+    # ---- internals ---------------------------------------------------------
+
+    def _result(self, fx: Effects) -> Result:
+        for op in fx.timers:
+            if isinstance(op, Schedule):
+                assert isinstance(op.key, TimerKey)
+                self._timers[str(op.key)] = (op.key, op.deadline_ms)
+            else:
+                self._timers.pop(str(op.key), None)
+        token = None
+        if fx.continuations:
+            token = self._next_token
+            self._next_token += 1
+            self._continuations[token] = list(fx.continuations)
+        timers = [
+            Schedule(str(t.key), t.deadline_ms) if isinstance(t, Schedule) else Cancel(str(t.key))
+            for t in fx.timers
+        ]
+        return Result(list(fx.records), list(fx.replies), timers, list(fx.events), token)
+
+    def _load_group(self, group_id: str, v: Any) -> None:
+        group = self.store.get_or_create(group_id)
+        fresh = ClassicGroup(group_id, offsets=group.offsets, pending_offsets=group.pending_offsets)
+        fresh.state = S.STABLE if v.members else S.EMPTY
+        fresh.state_timestamp = (
+            v.current_state_timestamp if v.current_state_timestamp >= 0 else None
+        )
+        fresh.generation = v.generation
+        fresh.protocol_type = v.protocol_type or None
+        fresh.protocol_name = v.protocol
+        fresh.leader_id = v.leader
+        for m in v.members:
+            member = Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout,
+                protocol_type=fresh.protocol_type or "",
+                protocols=[(v.protocol or "", m.subscription)],
+                assignment=m.assignment,
+            )
+            fresh.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                fresh.static_members[m.group_instance_id] = m.member_id
+        fresh.subscribed_topics = fresh.compute_subscribed_topics()
+        fresh.persisted = v
+        self.store.groups[group_id] = fresh
+
+    def _group_error(self, group_id: str | None, request: Any) -> int | None:
+        if group_id is None or (group_id == "" and not isinstance(request, _EMPTY_ID_OK)):
+            return E.INVALID_GROUP_ID
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if partition_for(group_id, self.cfg.num_partitions) != self.partition:
+            return E.NOT_COORDINATOR
+        return None
+
+    # ---- dispatch ------------------------------------------------------------
+
+    def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))
+            return
+        join.handle_join_group(self.store, fx, rid, req)
+
+    def _sync(self, fx: Effects, rid: int, req: rq.SyncGroup) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(rid, rs.SyncGroupResponse(error))
+            return
+        membership.handle_sync_group(self.store, fx, rid, req)
+
+    def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            # Kafka answers heartbeats blindly while the partition loads
+            ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
+            fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
+            return
+        membership.handle_heartbeat(self.store, fx, rid, req)
+
+    def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(rid, rs.LeaveGroupResponse(error))
+            return
+        membership.handle_leave_group(self.store, fx, rid, req)
+
+    def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(
+                rid,
+                rs.OffsetCommitResponse(
+                    tuple(
+                        rs.TopicErrors(
+                            t.name,
+                            tuple(rs.PartitionError(p.partition, error) for p in t.partitions),
+                        )
+                        for t in req.topics
+                    )
+                ),
+            )
+            return
+        self.offsets.commit(fx, rid, req)
+
+    def _fetch(self, fx: Effects, rid: int, req: rq.OffsetFetch) -> None:
+        out = []
+        for fg in req.groups:
+            error = self._group_error(fg.group_id, req)
+            if error is not None:
+                out.append(rs.FetchedGroup(fg.group_id, (), error))
+            else:
+                out.append(self.offsets.fetch(fg, req.require_stable))
+        fx.reply(rid, rs.OffsetFetchResponse(tuple(out)))
+
+    def _describe(self, fx: Effects, rid: int, req: rq.DescribeGroups) -> None:
+        out = []
+        for gid in req.groups:
+            error = self._group_error(gid, req)
+            if error is not None:
+                out.append(rs.DescribedGroup(error, gid, "", "", ""))
+            else:
+                described = admin.describe(gid, self.store.get(gid))
+                if req.include_authorized_operations:
+                    described = dataclasses.replace(
+                        described, authorized_operations=rs.GROUP_AUTHORIZED_OPERATIONS
+                    )
+                out.append(described)
+        fx.reply(rid, rs.DescribeGroupsResponse(tuple(out)))
+
+    def _list(self, fx: Effects, rid: int, req: rq.ListGroups) -> None:
+        if self.loading:
+            fx.reply(rid, rs.ListGroupsResponse(E.COORDINATOR_LOAD_IN_PROGRESS))
+            return
+        groups = tuple(
+            admin.listing(g)
+            for g in self.store
+            if admin.listed(g, req.states_filter, req.types_filter)
+        )
+        fx.reply(rid, rs.ListGroupsResponse(E.NONE, groups))
+
+    def _delete_groups(self, fx: Effects, rid: int, req: rq.DeleteGroups) -> None:
+        out = []
+        for gid in req.groups:
+            error = self._group_error(gid, req)
+            if error is None:
+                group = self.store.get(gid)
+                if group is None or group.is_(S.DEAD):
+                    error = E.GROUP_ID_NOT_FOUND
+                elif group.is_(S.EMPTY):
+                    self.offsets.delete_all(group, fx)
+                    error = E.NONE
+                else:
+                    error = E.NON_EMPTY_GROUP
+            out.append(rs.DeletedGroup(gid, error))
+        fx.reply(rid, rs.DeleteGroupsResponse(tuple(out)))
+
+    def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(rid, rs.OffsetDeleteResponse(error))
+            return
+        fx.reply(rid, self.offsets.offset_delete(fx, req))
+
+
+_HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
+    rq.JoinGroup: CoordinatorShard._join,
+    rq.SyncGroup: CoordinatorShard._sync,
+    rq.Heartbeat: CoordinatorShard._heartbeat,
+    rq.LeaveGroup: CoordinatorShard._leave,
+    rq.OffsetCommit: CoordinatorShard._commit,
+    rq.OffsetFetch: CoordinatorShard._fetch,
+    rq.DescribeGroups: CoordinatorShard._describe,
+    rq.ListGroups: CoordinatorShard._list,
+    rq.DeleteGroups: CoordinatorShard._delete_groups,
+    rq.OffsetDelete: CoordinatorShard._offset_delete,
+}
+
+
+def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+    """What the log says: each group's last stored metadata record and its
+    committed offsets (without record positions). Equal for a live shard and
+    for a fresh shard that replayed everything the live one wrote."""
+    out: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+    for group in shard.groups():
+        offsets = tuple(
+            (tp, c.offset, c.leader_epoch, c.metadata, c.commit_timestamp, c.expire_timestamp)
+            for tp, c in sorted(group.offsets.items())
+        )
+        if group.persisted is not None or offsets:
+            out[group.group_id] = (group.persisted, offsets)
+    return out

@@ -1,0 +1,71 @@
+"""The append path shared by the segment log and the in-memory log.
+
+Validates a produce request's record set, checks idempotent sequences, and
+rewrites base offsets (and LogAppendTime) in a copy of the bytes: no record
+is decoded.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from muster.log.config import LogConfig
+from muster.log.port import AppendInfo
+from muster.log.producer_state import ProducerEntry, ProducerStateManager
+from muster.records.batch import LOG_OVERHEAD, set_log_append_time, validate_batches
+
+_INT64 = struct.Struct(">q")
+
+
+@dataclass(slots=True)
+class PreparedAppend:
+    buf: bytearray
+    # per batch: (base_offset, next_offset, max_timestamp, position, size)
+    batches: list[tuple[int, int, int, int, int]]
+    pending: dict[int, ProducerEntry]
+    base_offset: int
+    next_offset: int
+    log_append_time_ms: int
+
+
+def prepare_append(
+    records: bytes | bytearray | memoryview,
+    now_ms: int,
+    next_offset: int,
+    producers: ProducerStateManager,
+    config: LogConfig,
+    log_start_offset: int,
+) -> PreparedAppend | AppendInfo:
+    """Returns the bytes to write, or the original AppendInfo of a duplicate."""
+    headers = validate_batches(records, config.max_message_bytes)
+    pending: dict[int, ProducerEntry] = {}
+    idempotent = False
+    for h in headers:
+        if h.producer_id >= 0:
+            idempotent = True
+            break
+    log_append = config.log_append_time
+    buf = bytearray(records)
+    batches: list[tuple[int, int, int, int, int]] = []
+    offset = next_offset
+    pack = _INT64.pack_into
+    for h in headers:
+        if idempotent:
+            dup = producers.check(h, pending)
+            if dup is not None:
+                return AppendInfo(
+                    dup.first_offset, dup.last_offset, dup.timestamp, log_start_offset, True
+                )
+            producers.stage(h, offset, now_ms if log_append else -1, pending)
+        pos = h.position
+        pack(buf, pos, offset)
+        if log_append:
+            set_log_append_time(buf, h, now_ms)
+            max_ts = now_ms
+        else:
+            max_ts = h.max_timestamp
+        nxt = offset + h.last_offset_delta + 1
+        batches.append((offset, nxt, max_ts, pos, h.batch_length + LOG_OVERHEAD))
+        offset = nxt
+    return PreparedAppend(buf, batches, pending, next_offset, offset, now_ms if log_append else -1)

@@ -1,0 +1,84 @@
+"""The storage port: what the broker needs from a partition log.
+
+The log is the database: record batches are stored exactly as producers sent
+them (only the base offset is rewritten), so the broker never decodes records
+on the produce/fetch path. Two implementations: the on-disk segment log
+(production) and an in-memory log (core tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class LogError(Exception):
+    """Base of storage errors; each maps to one Kafka error code."""
+
+    error_code: int = -1  # UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecordError(LogError):
+    error_code = 2  # CORRUPT_MESSAGE
+
+
+class InvalidRecordError(LogError):
+    error_code = 87  # INVALID_RECORD
+
+
+class RecordTooLargeError(LogError):
+    error_code = 10  # MESSAGE_TOO_LARGE
+
+
+class OutOfOrderSequenceError(LogError):
+    error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(LogError):
+    error_code = 47  # INVALID_PRODUCER_EPOCH
+
+
+class OffsetOutOfRangeError(LogError):
+    error_code = 1  # OFFSET_OUT_OF_RANGE
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    base_offset: int  # offset given to the first record appended
+    last_offset: int  # offset of the last record appended
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False  # idempotent retry of an already-stored batch
+
+
+class PartitionLog(Protocol):
+    topic: str
+    partition: int
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int:
+        """Next offset to assign (last offset + 1 of the last batch)."""
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this is on stable storage."""
+
+    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+        """Validates (CRC, magic 2, idempotent sequences), assigns offsets, writes."""
+
+    def read(self, offset: int, max_bytes: int, upper: int | None = None) -> bytes:
+        """Whole batches from the one containing `offset`, at most max_bytes, but
+        always at least one batch if any exists (KIP-74). Batches at or past
+        `upper` (an offset) are not returned."""
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= timestamp_ms."""
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp."""
+
+    def flush(self) -> None:
+        """fsync everything appended so far; safe to call from another thread."""

@@ -1,0 +1,369 @@
+"""The on-disk PartitionLog: a directory `<topic>-<partition>` of segments.
+
+Threading: append/read/retention run on the broker's event-loop thread;
+flush(), retention and the compaction cleaner run in worker threads. The
+segment list is an immutable snapshot (`_view`: segments and their base
+offsets) replaced as a whole, so readers and flush pick it up with one
+attribute read and take no lock. `_view_lock` serialises the replacements
+(roll, retention, cleaner swap; held for microseconds); `_flush_lock`
+serialises flush with retention/cleaner file operations and close (those run in
+worker threads, so waiting for an fsync there never blocks the event loop).
+Lock order: _flush_lock, then _view_lock. Retired segments keep their file
+descriptor open until the last reference goes (weakref.finalize), so a read
+racing a retention or cleaner swap never sees a closed fd.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+from muster.log.append import prepare_append
+from muster.log.cleaner import CleanStats, clean_segment_log
+from muster.log.config import LogConfig
+from muster.log.port import AppendInfo, OffsetOutOfRangeError
+from muster.log.producer_state import ProducerStateManager
+from muster.log.segment import Segment, segment_name
+from muster.records.batch import decode_batch
+
+TEMP_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentLog:
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        clean_shutdown: bool = False,
+        now_ms: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = Path(directory)
+        self.config = config or LogConfig()
+        self.producers = ProducerStateManager()
+        self._flush_lock = threading.Lock()
+        self._view_lock = threading.Lock()
+        self._view: tuple[tuple[Segment, ...], tuple[int, ...]] = ((), ())
+        self._dir_version = 0  # bumped when segment files are created or removed
+        self._dir_synced = 0
+        self._closed = False
+        self._end = 0
+        self._flushed = 0
+        self.recovered_truncations = 0  # torn/corrupt tails cut on open
+        created = not self.directory.exists()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if created:
+            fsync_dir(self.directory.parent)
+        self._load(clean_shutdown, now_ms)
+
+    # ------------------------------------------------------------ loading
+
+    def _load(self, clean_shutdown: bool, now_ms: int) -> None:
+        for path in self.directory.iterdir():
+            if path.name.endswith(TEMP_SUFFIXES):
+                path.unlink()
+        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        interval = self.config.index_interval_bytes
+        segments: list[Segment] = []
+        for i, base in enumerate(bases):
+            seg = Segment(self.directory, base, interval)
+            last = i == len(bases) - 1
+            start = 0
+            if (clean_shutdown or not last) and seg.load_indexes() and seg.idx_positions:
+                start = seg.idx_positions[-1]
+                seg.max_ts = seg.time_ts[-1] if seg.time_ts else -1
+                seg.max_ts_offset = seg.time_offsets[-1] if seg.time_offsets else -1
+                first = next(seg.iter_headers(0))
+                seg.rolling_ts = first.max_timestamp
+                seg.batches = 1
+                seg.bytes_since_index = 0
+            else:
+                seg.reset_indexes()
+                seg.drop_index_files()
+            if segments and base < segments[-1].next_offset:
+                # overlaps its predecessor (a crash mid-roll after truncation): drop it
+                seg.close()
+                seg.delete()
+                self.recovered_truncations += 1
+                self._delete_files(bases[i + 1 :])
+                break
+            end, _ = seg.recover(start, check_crc=True)
+            if start == 0:
+                seg.idx_written = seg.time_written = 0  # rebuilt: rewrite the files
+                if end == seg.size:
+                    seg.write_indexes()
+            seg.created_ms = seg.rolling_ts if seg.rolling_ts >= 0 else now_ms
+            segments.append(seg)
+            if end < seg.size:
+                seg.truncate_to(end)
+                self.recovered_truncations += 1
+                self._delete_files(bases[i + 1 :])
+                break
+        if not segments:
+            seg = Segment(self.directory, 0, interval)
+            seg.created_ms = now_ms
+            segments.append(seg)
+            self._dir_version += 1
+        for seg in segments:
+            seg.flushed_size = seg.size
+        if not clean_shutdown:  # what survived a crash may sit only in the page cache
+            for seg in segments[-2:]:
+                os.fsync(seg.fd)
+        self._set_view(segments)
+        self._end = max(segments[-1].next_offset, segments[-1].base_offset)
+        self._flushed = self._end
+        for seg in segments[-2:]:
+            for h in seg.iter_headers(0):
+                self.producers.replay(h)
+
+    def _set_view(self, segments: list[Segment] | tuple[Segment, ...]) -> None:
+        self._view = (tuple(segments), tuple(s.base_offset for s in segments))
+
+    def _delete_files(self, bases: list[int]) -> None:
+        for base in bases:
+            for suffix in (".log", ".index", ".timeindex"):
+                (self.directory / segment_name(base, suffix)).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ port
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._view[0][0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._view[0])
+
+    @property
+    def segments(self) -> list[Segment]:
+        return list(self._view[0])
+
+    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+        prepared = prepare_append(
+            records, now_ms, self._end, self.producers, self.config, self.log_start_offset
+        )
+        if isinstance(prepared, AppendInfo):
+            return prepared
+        seg = self._view[0][-1]
+        if seg.size == 0:
+            seg.created_ms = now_ms
+        if not seg.fits(len(prepared.buf), prepared.next_offset - 1, self.config.segment_bytes) or (
+            seg.size > 0 and now_ms - seg.created_ms >= self.config.segment_ms
+        ):
+            seg = self._roll(now_ms)
+        seg.append(prepared.buf, prepared.batches)
+        if prepared.pending:
+            self.producers.commit(prepared.pending)
+        self._end = prepared.next_offset
+        return AppendInfo(
+            prepared.base_offset,
+            prepared.next_offset - 1,
+            prepared.log_append_time_ms,
+            self._view[0][0].base_offset,
+        )
+
+    def _roll(self, now_ms: int) -> Segment:
+        # flush() reads _end before _dir_version and the view, so the new
+        # file and its directory entry are synced with any offset it reports.
+        seg = Segment(self.directory, self._end, self.config.index_interval_bytes)
+        seg.created_ms = now_ms
+        with self._view_lock:
+            self._dir_version += 1
+            self._set_view((*self._view[0], seg))
+        return seg
+
+    def roll(self, now_ms: int = 0) -> None:
+        """Closes the active segment if it holds data (tests, admin)."""
+        if self._view[0][-1].size > 0:
+            self._roll(now_ms)
+
+    def read(self, offset: int, max_bytes: int, upper: int | None = None) -> bytes:
+        end = self._end
+        segs, bases = self._view
+        if offset == end:
+            return b""
+        if offset < segs[0].base_offset or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{segs[0].base_offset}, {end}] of "
+                f"{self.topic}-{self.partition}"
+            )
+        i = bisect_right(bases, offset) - 1
+        n = len(segs)
+        while i < n:
+            data = segs[i].read(offset, max_bytes, upper)
+            if data:
+                return data
+            i += 1
+            if upper is not None and i < n and bases[i] >= upper:
+                break
+        return b""
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        for seg in self._view[0]:
+            if seg.max_ts < timestamp_ms:
+                continue
+            i = bisect_left(seg.time_ts, timestamp_ms) - 1
+            start = seg.position_for(seg.time_offsets[i]) if i >= 0 else 0
+            for h in seg.iter_headers(start):
+                if h.max_timestamp >= timestamp_ms:
+                    _, records = decode_batch(seg.read_range(h.position, h.end))
+                    for r in records:
+                        if r.timestamp is not None and r.timestamp >= timestamp_ms:
+                            return (
+                                r.offset if r.offset is not None else h.base_offset,
+                                r.timestamp,
+                            )
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        best: Segment | None = None
+        for seg in self._view[0]:
+            if seg.max_ts >= 0 and (best is None or seg.max_ts > best.max_ts):
+                best = seg
+        if best is None:
+            return None
+        for h in best.iter_headers(0):
+            if h.max_timestamp == best.max_ts:
+                _, records = decode_batch(best.read_range(h.position, h.end))
+                for r in records:
+                    if r.timestamp == best.max_ts and r.offset is not None:
+                        return (r.offset, r.timestamp)
+                return (h.base_offset, h.max_timestamp)
+        return None
+
+    def flush(self) -> None:
+        """fsync every segment with unflushed data (and the directory when new
+        segment files appeared), then advance flushed_offset to the log-end
+        offset captured at the start. Safe to call from a worker thread while
+        the event-loop thread appends."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            end = self._end
+            dir_version = self._dir_version
+            segs = self._view[0]
+            for seg in reversed(segs):
+                if (
+                    seg is not segs[-1]
+                    and seg.flushed_size == seg.size
+                    and seg.idx_written == len(seg.idx_offsets)
+                ):
+                    break
+                seg.sync()
+            if dir_version != self._dir_synced:
+                fsync_dir(self.directory)
+                self._dir_synced = dir_version
+            if end > self._flushed:
+                self._flushed = end
+
+    # ------------------------------------------------------------ retention
+
+    def run_retention(self, now_ms: int) -> int:
+        """Deletes closed segments past retention.ms (by their largest
+        timestamp) or beyond retention.bytes; returns how many."""
+        cfg = self.config
+        if not cfg.delete:
+            return 0
+        segs = self._view[0]
+        total = sum(s.size for s in segs)
+        doomed: list[Segment] = []
+        for seg in segs[:-1]:
+            if seg.size == 0:  # emptied by the cleaner
+                doomed.append(seg)
+                continue
+            by_time = (
+                cfg.retention_ms >= 0 and seg.max_ts >= 0 and now_ms - seg.max_ts > cfg.retention_ms
+            )
+            by_size = cfg.retention_bytes >= 0 and total - seg.size >= cfg.retention_bytes
+            if not (by_time or by_size):
+                break
+            doomed.append(seg)
+            total -= seg.size
+        if doomed:
+            self.remove_segments(doomed)
+        return len(doomed)
+
+    def remove_segments(self, doomed: list[Segment]) -> None:
+        """Drops closed segments (retention); ones no longer in the view (a
+        cleaner swapped them meanwhile) are left for the next run."""
+        with self._flush_lock, self._view_lock:
+            current = self._view[0]
+            gone = {id(s) for s in doomed if s is not current[-1]}
+            removed = [s for s in current if id(s) in gone]
+            if not removed:
+                return
+            self._set_view([s for s in current if id(s) not in gone])
+            self._dir_version += 1
+            for seg in removed:
+                seg.delete()
+
+    def swap_cleaned(self, old: Segment, cleaned: Path) -> bool:
+        """Renames a cleaner's rewritten file over `old` and swaps in the new
+        segment (same base offset), unless retention removed `old` meanwhile."""
+        new = Segment(
+            self.directory, old.base_offset, self.config.index_interval_bytes, log_path=cleaned
+        )
+        new.recover(0, check_crc=False)
+        new.flushed_size = new.size
+        new.created_ms = old.created_ms
+        with self._flush_lock, self._view_lock:
+            current = self._view[0]
+            if not any(s is old for s in current) or old is current[-1]:
+                new.close()
+                cleaned.unlink(missing_ok=True)
+                return False
+            old.drop_index_files()
+            os.replace(cleaned, old.log_path)
+            new.log_path = old.log_path
+            fsync_dir(self.directory)
+            new.write_indexes()
+            self._set_view([new if s is old else s for s in current])
+        return True
+
+    def compact(self, now_ms: int) -> CleanStats:
+        """Runs the compaction cleaner if cleanup.policy includes compact."""
+        return clean_segment_log(self, now_ms)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.flush()
+        with self._flush_lock:
+            self._closed = True
+            for seg in self._view[0]:
+                seg.write_indexes()
+                seg.close()
+
+    def delete(self) -> None:
+        """Closes and removes the partition directory (topic deletion)."""
+        with self._flush_lock:
+            self._closed = True
+            for seg in self._view[0]:
+                seg.close()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,161 @@
+"""Message bodies from kio's generated schemas, for every API and version.
+
+Handlers build responses as plain dicts in Kafka's (snake_cased) field names;
+`build` turns a dict into the kio entity of whatever version was negotiated,
+dropping fields that version lacks and filling the ones the handler did not
+name with the schema's default. So one handler serves every version.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, fields
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveField,
+    PrimitiveTupleField,
+    classify_field,
+    get_schema_field_type,
+    is_optional,
+)
+
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
+class DecodeError(ValueError):
+    """A request body that does not parse as its declared API and version."""
+
+
+@cache
+def request_schema(api_key: int, version: int) -> type:
+    return load_request_schema(api_key, version)
+
+
+@cache
+def response_schema(api_key: int, version: int) -> type:
+    return load_response_schema(api_key, version)
+
+
+@cache
+def _reader(schema: type) -> Callable[[Any, int], tuple[Any, int]]:
+    return entity_reader(schema)
+
+
+@cache
+def _writer(schema: type) -> Callable[[Any, Any], None]:
+    return entity_writer(schema)
+
+
+def decode_request(api_key: int, version: int, body: bytes | memoryview, offset: int = 0) -> Any:
+    try:
+        entity, _size = _reader(request_schema(api_key, version))(body, offset)
+    except Exception as exc:  # kio raises assorted errors on garbage
+        raise DecodeError(f"api {api_key} v{version}: {exc}") from exc
+    return entity
+
+
+def encode_response(api_key: int, version: int, payload: Mapping[str, Any] | Any) -> bytes:
+    schema = response_schema(api_key, version)
+    entity = build(schema, payload)
+    buf = io.BytesIO()
+    _writer(schema)(buf, entity)
+    return buf.getvalue()
+
+
+def _primitive(kafka_type: str, optional: bool) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        if kafka_type == "timedelta_i32" or kafka_type == "timedelta_i64":
+            if isinstance(value, datetime.timedelta):
+                return value
+            return datetime.timedelta(milliseconds=value)
+        if kafka_type == "datetime_i64":
+            if isinstance(value, datetime.datetime):
+                return value
+            return _EPOCH + datetime.timedelta(milliseconds=value)
+        if kafka_type == "error_code":
+            return ErrorCode(int(value))
+        if kafka_type == "uuid":
+            return value if isinstance(value, uuid.UUID) else uuid.UUID(int=int(value))
+        return value
+
+    return convert
+
+
+def _zero(kafka_type: str) -> Any:
+    if kafka_type in ("string",):
+        return ""
+    if kafka_type in ("bytes", "records"):
+        return b""
+    if kafka_type == "bool":
+        return False
+    if kafka_type == "uuid":
+        return uuid.UUID(int=0)
+    return 0
+
+
+def _field_plan(f: Field[Any]) -> tuple[str, Callable[[Any], Any], bool, Callable[[], Any]]:
+    """(name, convert, has_default, make_fallback) for one schema field."""
+    kind = classify_field(f)
+    optional = is_optional(f)
+    has_default = f.default is not MISSING or f.default_factory is not MISSING
+    if isinstance(kind, EntityField):
+        sub = kind.type_
+
+        def convert_entity(v: Any) -> Any:
+            return None if v is None else build(sub, v)
+
+        return f.name, convert_entity, has_default, lambda: None if optional else build(sub, {})
+    if isinstance(kind, EntityTupleField):
+        sub = kind.type_
+
+        def convert_entities(v: Any) -> Any:
+            return None if v is None else tuple(build(sub, item) for item in v)
+
+        return f.name, convert_entities, has_default, lambda: None if optional else ()
+    kafka_type = get_schema_field_type(f)
+    conv = _primitive(kafka_type, optional)
+    if isinstance(kind, PrimitiveTupleField):
+
+        def convert_items(v: Any) -> Any:
+            return None if v is None else tuple(conv(x) for x in v)
+
+        return f.name, convert_items, has_default, lambda: None if optional else ()
+    assert isinstance(kind, PrimitiveField)
+    zero = _zero(kafka_type)
+    return f.name, conv, has_default, lambda: None if optional else conv(zero)
+
+
+@cache
+def _plan(schema: type) -> tuple[tuple[str, Callable[[Any], Any], bool, Callable[[], Any]], ...]:
+    return tuple(_field_plan(f) for f in fields(schema))
+
+
+def build(schema: type, data: Mapping[str, Any] | Any) -> Any:
+    """A kio entity of `schema` from a dict (or an entity of that very schema)."""
+    if type(data) is schema:
+        return data
+    if not isinstance(data, Mapping):
+        raise TypeError(f"cannot build {schema.__qualname__} from {type(data).__name__}")
+    kwargs: dict[str, Any] = {}
+    for name, convert, has_default, fallback in _plan(schema):
+        if name in data:
+            kwargs[name] = convert(data[name])
+        elif not has_default:
+            kwargs[name] = fallback()
+    return schema(**kwargs)
+
+
+def field_names(schema: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(schema))

@@ -1,0 +1,52 @@
+"""THE api table: api key -> versions and handler. Dispatch and ApiVersions both read it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from muster.server.handlers.api_versions import handle_api_versions
+from muster.server.handlers.fetch import handle_fetch
+from muster.server.handlers.list_offsets import handle_list_offsets
+from muster.server.handlers.metadata import handle_metadata
+from muster.server.handlers.produce import handle_produce
+from muster.server.handlers.producer_ids import handle_init_producer_id
+from muster.server.handlers.topics_admin import (
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
+from muster.server.state import RequestContext
+
+Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True)
+class ApiEntry:
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    handler: Handler
+    # Serial requests wait for everything before them on the connection and
+    # hold back everything after, as Kafka's muted channel does; the data
+    # plane is pipelined (answers still go out in request order).
+    serial: bool = False
+
+
+ENTRIES: tuple[ApiEntry, ...] = (
+    ApiEntry(0, "Produce", 3, 11, handle_produce),
+    ApiEntry(1, "Fetch", 4, 16, handle_fetch),
+    ApiEntry(2, "ListOffsets", 1, 8, handle_list_offsets),
+    ApiEntry(3, "Metadata", 0, 12, handle_metadata),
+    ApiEntry(18, "ApiVersions", 0, 3, handle_api_versions),
+    ApiEntry(19, "CreateTopics", 2, 7, handle_create_topics, serial=True),
+    ApiEntry(20, "DeleteTopics", 1, 6, handle_delete_topics, serial=True),
+    ApiEntry(22, "InitProducerId", 0, 4, handle_init_producer_id, serial=True),
+    ApiEntry(37, "CreatePartitions", 0, 3, handle_create_partitions, serial=True),
+)
+
+
+def build_table(extra: tuple[ApiEntry, ...] = ()) -> dict[int, ApiEntry]:
+    return {e.api_key: e for e in (*ENTRIES, *extra)}

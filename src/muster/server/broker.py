@@ -1,0 +1,123 @@
+"""The broker process: the only place that wires storage, handlers and sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+from muster.config import BrokerConfig
+from muster.log.manager import LogManager
+from muster.server.api_table import ApiEntry, build_table
+from muster.server.connection import Connection
+from muster.server.durability import Durability
+from muster.server.handlers.common import now_ms
+from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
+
+log = logging.getLogger("muster.broker")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, extra_apis: tuple[ApiEntry, ...] = ()) -> None:
+        self.config = config
+        self.table = build_table(extra_apis)
+        self.state: BrokerState | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._background: list[asyncio.Task[None]] = []
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        data_dir = self.config.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        logs = LogManager(data_dir, self.config)
+        await asyncio.to_thread(logs.load)
+        notifier = DataNotifier()
+        durability = Durability(
+            self.config["muster.fsync"],
+            int(self.config["muster.fsync.interval.ms"]),
+            lambda plog: notifier.notify(plog.topic, plog.partition),
+        )
+        self.state = BrokerState(
+            config=self.config,
+            logs=logs,
+            durability=durability,
+            notifier=notifier,
+            producer_ids=ProducerIdAllocator(data_dir / "producer-ids.json"),
+        )
+        self.state.extras["api_table"] = self.table
+        durability.start()
+        host, port = self.config.listen
+        self._server = await asyncio.start_server(self._accept, host, port, limit=1 << 20)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.state.extras["bound_port"] = self.port
+        self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
+        self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
+        log.info("muster listening on %s:%d, data in %s", host, self.port, data_dir)
+
+    def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(period_ms / 1000)
+                try:
+                    await asyncio.to_thread(job, now_ms())
+                except Exception:
+                    log.exception("background job %s failed", getattr(job, "__name__", job))
+
+        self._background.append(asyncio.create_task(loop()))
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self.state is not None
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await Connection(self.state, self.table, reader, writer).serve()
+        except Exception:
+            log.exception("connection handler crashed")
+        finally:
+            self._connections.discard(task)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in (*self._background, *self._connections):
+            task.cancel()
+        for task in (*self._background, *self._connections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.state is not None:
+            await self.state.durability.stop()
+            await asyncio.to_thread(self.state.logs.close)
+        log.info("muster stopped")
+
+
+def setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+async def serve_until_signalled(
+    config: BrokerConfig, ready: Callable[[Broker], Awaitable[None] | None] | None = None
+) -> None:
+    broker = Broker(config)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        result = ready(broker)
+        if asyncio.iscoroutine(result):
+            await result
+    await stop.wait()
+    await broker.stop()
+
+
+def run(config: BrokerConfig) -> None:
+    """Runs the broker in the foreground until SIGTERM or SIGINT."""
+    setup_logging()
+    asyncio.run(serve_until_signalled(config))

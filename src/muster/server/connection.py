@@ -1,0 +1,158 @@
+"""One client connection: frames in, handlers run, answers out in request order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.protocol.codec import DecodeError, decode_request, encode_response
+from muster.protocol.header import (
+    API_VERSIONS_KEY,
+    is_flexible,
+    parse_request_header,
+    peek_prefix,
+    response_header,
+)
+from muster.server.api_table import ApiEntry
+from muster.server.handlers.api_versions import supported_versions
+from muster.server.state import BrokerState, RequestContext
+
+log = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct(">i")
+MAX_PIPELINED = 128
+
+
+class ProtocolViolation(Exception):
+    """The peer sent something we answer by closing the connection."""
+
+
+class Connection:
+    def __init__(
+        self,
+        state: BrokerState,
+        table: dict[int, ApiEntry],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.state = state
+        self.table = table
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.host = peer[0] if isinstance(peer, tuple) else "unknown"
+        self._answers: asyncio.Queue[
+            tuple[int, int, int, bool, asyncio.Task[Any] | bytes] | None
+        ] = asyncio.Queue(MAX_PIPELINED)
+        self._inflight: list[asyncio.Task[Any]] = []
+        self._barrier: asyncio.Task[Any] | None = None
+
+    async def serve(self) -> None:
+        sender = asyncio.create_task(self._send_answers(), name=f"send-{self.peer}")
+        try:
+            await self._read_requests()
+        except ProtocolViolation as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            await self._answers.put(None)
+            try:
+                await sender
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            for task in self._inflight:
+                task.cancel()
+            self.writer.close()
+
+    async def _read_requests(self) -> None:
+        limit = int(self.state.config["socket.request.max.bytes"])
+        while True:
+            prefix = await self.reader.readexactly(4)
+            (size,) = _LENGTH.unpack(prefix)
+            if size < 8 or size > limit:
+                raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")
+            frame = await self.reader.readexactly(size)
+            await self._dispatch(frame)
+
+    async def _dispatch(self, frame: bytes) -> None:
+        try:
+            api_key, version, correlation_id = peek_prefix(frame)
+        except DecodeError as exc:
+            raise ProtocolViolation(str(exc)) from exc
+        entry = self.table.get(api_key)
+        if entry is None:
+            raise ProtocolViolation(f"unsupported api key {api_key}")
+        if not entry.min_version <= version <= entry.max_version:
+            if api_key == API_VERSIONS_KEY:
+                # KIP-511: answer an unknown ApiVersions version with a v0 body.
+                body = encode_response(
+                    API_VERSIONS_KEY,
+                    0,
+                    {
+                        "error_code": ErrorCode.unsupported_version,
+                        "api_keys": supported_versions(self.table),
+                    },
+                )
+                await self._answers.put((correlation_id, api_key, 0, False, body))
+                return
+            raise ProtocolViolation(f"unsupported version {version} of api {entry.name}")
+        flexible = is_flexible(api_key, version)
+        try:
+            header = parse_request_header(frame, flexible)
+            request = decode_request(api_key, version, frame, header.body_offset)
+        except DecodeError as exc:
+            raise ProtocolViolation(f"undecodable {entry.name} v{version}: {exc}") from exc
+        ctx = RequestContext(
+            api_key, version, correlation_id, header.client_id, self.host, self.state
+        )
+        # What this request waits for is fixed now, in arrival order.
+        self._inflight = [t for t in self._inflight if not t.done()]
+        if entry.serial:
+            before = list(self._inflight)
+        elif self._barrier is not None and not self._barrier.done():
+            before = [self._barrier]
+        else:
+            before = []
+        task = asyncio.create_task(self._run(entry, ctx, request, before))
+        self._inflight.append(task)
+        if entry.serial:
+            self._barrier = task
+        await self._answers.put((correlation_id, api_key, version, flexible, task))
+
+    @staticmethod
+    async def _run(
+        entry: ApiEntry, ctx: RequestContext, request: Any, before: list[asyncio.Task[Any]]
+    ) -> Any:
+        if before:
+            await asyncio.wait(before)
+        return await entry.handler(ctx, request)
+
+    async def _send_answers(self) -> None:
+        while True:
+            item = await self._answers.get()
+            if item is None:
+                return
+            correlation_id, api_key, version, flexible, pending = item
+            if isinstance(pending, bytes):
+                body = pending
+            else:
+                try:
+                    payload = await pending
+                except asyncio.CancelledError:
+                    return
+                except Exception:
+                    log.exception("handler failed; closing connection from %s", self.peer)
+                    self.writer.close()
+                    return
+                if payload is None:  # acks=0 produce: Kafka sends nothing back
+                    continue
+                body = encode_response(api_key, version, payload)
+            header = response_header(correlation_id, api_key, flexible)
+            self.writer.write(_LENGTH.pack(len(header) + len(body)) + header + body)
+            await self.writer.drain()

@@ -1,0 +1,85 @@
+"""Metadata: one broker that leads every partition."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.server.handlers.common import resolve_topic
+from muster.server.state import BrokerState, RequestContext
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__muster_group_events"})
+NOT_REQUESTED = -2147483648  # Kafka's "authorized operations not requested"
+
+
+def topic_entry(state: BrokerState, name: str, error: ErrorCode) -> dict[str, Any]:
+    info = state.logs.topics().get(name) if error == ErrorCode.none else None
+    if info is None:
+        return {
+            "error_code": error,
+            "name": name,
+            "topic_id": uuid.UUID(int=0),
+            "partitions": [],
+            "topic_authorized_operations": NOT_REQUESTED,
+        }
+    node = state.node_id
+    return {
+        "error_code": ErrorCode.none,
+        "name": name,
+        "topic_id": info.topic_id,
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": p,
+                "leader_id": node,
+                "leader_epoch": 0,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for p in range(info.num_partitions)
+        ],
+        "topic_authorized_operations": NOT_REQUESTED,
+    }
+
+
+def brokers(state: BrokerState) -> list[dict[str, Any]]:
+    host, port = state.config.advertised
+    port = port or state.extras.get("bound_port", port)
+    return [{"node_id": state.node_id, "host": host, "port": port, "rack": None}]
+
+
+async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    requested = req.topics
+    # v0 uses an empty list for "all topics"; v1+ uses null.
+    if requested is None or (ctx.api_version == 0 and not requested):
+        names = sorted(state.logs.topics())
+        topics = [topic_entry(state, n, ErrorCode.none) for n in names]
+    else:
+        auto = bool(getattr(req, "allow_auto_topic_creation", True))
+        by_id = {info.topic_id: n for n, info in state.logs.topics().items()}
+        topics = []
+        for t in requested:
+            name = t.name
+            if name is None:
+                tid = getattr(t, "topic_id", None)
+                if tid in by_id:
+                    topics.append(topic_entry(state, by_id[tid], ErrorCode.none))
+                else:
+                    entry = topic_entry(state, "", ErrorCode.unknown_topic_id)
+                    entry["topic_id"] = tid
+                    topics.append(entry)
+                continue
+            topics.append(topic_entry(state, name, resolve_topic(state, name, auto)))
+    return {
+        "throttle_time": 0,
+        "brokers": brokers(state),
+        "cluster_id": state.config["cluster.id"],
+        "controller_id": state.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": NOT_REQUESTED,
+    }

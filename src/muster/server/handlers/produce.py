@@ -1,0 +1,94 @@
+"""Produce: batches go to the log as received; the answer waits for fsync."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.log.port import LogError
+from muster.server.handlers.common import now_ms, resolve_topic
+from muster.server.state import RequestContext
+
+log = logging.getLogger(__name__)
+
+
+def _partition_result(index: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": error,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
+    state = ctx.state
+    acks = int(req.acks)
+    touched: dict[int, Any] = {}
+    responses = []
+    stamp = now_ms()
+    for topic in req.topic_data:
+        name = topic.name
+        parts = []
+        if acks not in (-1, 0, 1):
+            topic_error = ErrorCode.invalid_required_acks
+        elif getattr(req, "transactional_id", None):
+            topic_error = ErrorCode.transactional_id_authorization_failed
+        else:
+            topic_error = resolve_topic(state, name, auto_create=True)
+        for pdata in topic.partition_data:
+            index = pdata.index
+            if topic_error != ErrorCode.none:
+                parts.append(_partition_result(index, topic_error))
+                continue
+            plog = state.logs.get(name, index)
+            if plog is None:
+                parts.append(_partition_result(index, ErrorCode.unknown_topic_or_partition))
+                continue
+            records = pdata.records
+            if not records:
+                parts.append(_partition_result(index, ErrorCode.corrupt_message, "no records"))
+                continue
+            limit = state.logs.topic_config(name).max_message_bytes
+            if len(records) > limit:
+                parts.append(_partition_result(index, ErrorCode.message_too_large))
+                continue
+            try:
+                info = plog.append(records, stamp)
+            except LogError as exc:
+                log.info("produce to %s-%d refused: %s", name, index, exc)
+                parts.append(_partition_result(index, ErrorCode(exc.error_code), str(exc)))
+                continue
+            if not info.duplicate:
+                state.durability.appended(plog)
+            touched[id(plog)] = plog
+            parts.append(
+                {
+                    "index": index,
+                    "error_code": ErrorCode.none,
+                    "base_offset": info.base_offset,
+                    "log_append_time": info.log_append_time_ms,
+                    "log_start_offset": info.log_start_offset,
+                    "record_errors": [],
+                    "error_message": None,
+                }
+            )
+        responses.append({"name": name, "partition_responses": parts})
+    if acks == 0:
+        return None
+    if touched:
+        try:
+            await asyncio.gather(*(state.durability.wait(p) for p in touched.values()))
+        except OSError as exc:
+            log.error("produce not made durable: %s", exc)
+            for topic_resp in responses:
+                for part in topic_resp["partition_responses"]:
+                    if part["error_code"] == ErrorCode.none:
+                        part.update(error_code=ErrorCode.kafka_storage_error, base_offset=-1)
+    return {"responses": responses, "throttle_time": 0}

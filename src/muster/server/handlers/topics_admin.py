@@ -1,0 +1,155 @@
+"""CreateTopics, DeleteTopics, CreatePartitions."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
+from muster.log.manager import valid_topic_name
+from muster.server.state import RequestContext
+
+PROTECTED = frozenset({"__consumer_offsets", "__muster_group_events"})
+# Kafka topic configs accepted and kept, though one broker gives them no effect.
+ACCEPTED_WITHOUT_EFFECT = frozenset(
+    {
+        "min.insync.replicas",
+        "compression.type",
+        "unclean.leader.election.enable",
+        "flush.messages",
+        "flush.ms",
+        "file.delete.delay.ms",
+        "preallocate",
+        "message.downconversion.enable",
+        "follower.replication.throttled.replicas",
+        "leader.replication.throttled.replicas",
+        "max.compaction.lag.ms",
+        "min.cleanable.dirty.ratio",
+        "segment.index.bytes",
+        "segment.jitter.ms",
+        "message.timestamp.difference.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "local.retention.ms",
+        "local.retention.bytes",
+        "remote.storage.enable",
+    }
+)
+
+
+def check_topic_configs(broker: Mapping[str, Any], configs: dict[str, str]) -> str | None:
+    """None if Kafka would accept these topic configs, else why not."""
+    for name in configs:
+        if name not in TOPIC_CONFIGS and name not in ACCEPTED_WITHOUT_EFFECT:
+            return f"unknown topic config {name!r}"
+    try:
+        LogConfig.resolve(broker, configs)
+    except InvalidConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, Any]:
+    state = ctx.state
+    name = t.name
+    result: dict[str, Any] = {
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }
+
+    def fail(code: ErrorCode, message: str) -> dict[str, Any]:
+        result.update(error_code=code, error_message=message)
+        return result
+
+    if not valid_topic_name(name):
+        return fail(ErrorCode.invalid_topic_exception, f"invalid topic name {name!r}")
+    if name in state.logs.topics():
+        return fail(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
+    partitions = t.num_partitions if t.num_partitions != -1 else int(state.config["num.partitions"])
+    if getattr(t, "assignments", ()):
+        partitions = len(t.assignments)
+    if partitions <= 0:
+        return fail(ErrorCode.invalid_partitions, "number of partitions must be larger than 0")
+    if t.replication_factor not in (-1, 1) and not t.assignments:
+        return fail(
+            ErrorCode.invalid_replication_factor,
+            f"replication factor {t.replication_factor} is larger than the 1 available broker",
+        )
+    configs = {c.name: c.value for c in t.configs}
+    problem = check_topic_configs(state.config, configs)
+    if problem is not None:
+        return fail(ErrorCode.invalid_config, problem)
+    result.update(num_partitions=partitions, replication_factor=1)
+    if validate_only:
+        return result
+    info = state.logs.create_topic(name, partitions, configs)
+    result["topic_id"] = info.topic_id
+    return result
+
+
+async def handle_create_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    validate_only = bool(getattr(req, "validate_only", False))
+    return {"throttle_time": 0, "topics": [_create_one(ctx, t, validate_only) for t in req.topics]}
+
+
+async def handle_delete_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(n, None) for n in req.topic_names]
+    by_id = {info.topic_id: n for n, info in state.logs.topics().items()}
+    responses = []
+    for name, tid in wanted:
+        if name is None and tid is not None:
+            name = by_id.get(tid)
+        entry: dict[str, Any] = {
+            "name": name,
+            "topic_id": tid or uuid.UUID(int=0),
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+        if name is None:
+            entry["error_code"] = ErrorCode.unknown_topic_id
+        elif name in PROTECTED:
+            entry["error_code"] = ErrorCode.invalid_topic_exception
+            entry["error_message"] = "internal topics cannot be deleted"
+        elif name not in state.logs.topics():
+            entry["error_code"] = ErrorCode.unknown_topic_or_partition
+        else:
+            entry["topic_id"] = state.logs.topics()[name].topic_id
+            state.logs.delete_topic(name)
+        responses.append(entry)
+    return {"throttle_time": 0, "responses": responses}
+
+
+async def handle_create_partitions(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    state = ctx.state
+    results = []
+    for t in req.topics:
+        entry: dict[str, Any] = {
+            "name": t.name,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+        info = state.logs.topics().get(t.name)
+        if info is None:
+            entry["error_code"] = ErrorCode.unknown_topic_or_partition
+        elif t.count <= info.num_partitions:
+            entry["error_code"] = ErrorCode.invalid_partitions
+            entry["error_message"] = (
+                f"topic has {info.num_partitions} partitions; the new count must be larger"
+            )
+        elif not req.validate_only:
+            state.logs.add_partitions(t.name, t.count)
+        results.append(entry)
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,88 @@
+"""What every handler shares: config, the logs, durability, data notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from muster.config import BrokerConfig
+from muster.log.manager import LogManager
+from muster.server.durability import Durability
+
+
+@dataclass
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    state: BrokerState
+
+
+class DataNotifier:
+    """Wakes long-polling fetches when a partition gets new visible data."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, int], set[asyncio.Event]] = {}
+
+    def subscribe(self, keys: list[tuple[str, int]], event: asyncio.Event) -> None:
+        for key in keys:
+            self._waiting.setdefault(key, set()).add(event)
+
+    def unsubscribe(self, keys: list[tuple[str, int]], event: asyncio.Event) -> None:
+        for key in keys:
+            events = self._waiting.get(key)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiting[key]
+
+    def notify(self, topic: str, partition: int) -> None:
+        for event in self._waiting.get((topic, partition), ()):
+            event.set()
+
+
+class ProducerIdAllocator:
+    """Producer ids unique across restarts: blocks are reserved durably up front."""
+
+    BLOCK = 1000
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._next = 0
+        self._limit = 0
+        if path is not None and path.exists():
+            self._next = self._limit = int(json.loads(path.read_text())["next_block_start"])
+
+    def allocate(self) -> int:
+        if self._next >= self._limit:
+            self._limit = self._next + self.BLOCK
+            if self._path is not None:
+                tmp = self._path.with_suffix(".tmp")
+                with open(tmp, "w") as fh:
+                    json.dump({"next_block_start": self._limit}, fh)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self._path)
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+@dataclass
+class BrokerState:
+    config: BrokerConfig
+    logs: LogManager
+    durability: Durability
+    notifier: DataNotifier
+    producer_ids: ProducerIdAllocator
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node_id(self) -> int:
+        return int(self.config["node.id"])

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.brokers import MusterProcess
+
+
+@pytest.fixture
+def muster(tmp_path: Path) -> Iterator[MusterProcess]:
+    """A fresh muster broker on its own data dir and port, as `muster serve` runs it."""
+    broker = MusterProcess(tmp_path / "data").start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture(scope="module")
+def shared_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
+    """One broker for a module whose tests use distinct topics."""
+    broker = MusterProcess(tmp_path_factory.mktemp("shared") / "data").start()
+    try:
+        yield broker
+    finally:
+        broker.close()

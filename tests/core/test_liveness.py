@@ -1,0 +1,121 @@
+"""Heartbeats per state, session expiry by timer in each state, LeaveGroup."""
+
+from __future__ import annotations
+
+from muster.coordinator import errors as E
+from muster.coordinator.context import heartbeat_key
+from muster.coordinator.responses import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupResponse,
+)
+from muster.records.offsets_topic import decode_group_metadata_value
+
+
+def test_heartbeat_per_state(h) -> None:
+    a, b = h.form(2)
+    assert h.reply(h.heartbeat(a, 2)) == HeartbeatResponse(E.NONE)
+    assert h.timers[heartbeat_key("g", a)] == h.now + 10000
+    assert h.reply(h.heartbeat(a, 1)).error_code == E.ILLEGAL_GENERATION
+    assert h.reply(h.heartbeat("ghost", 2)).error_code == E.UNKNOWN_MEMBER_ID
+    assert h.reply(h.heartbeat(a, 2, group="other")).error_code == E.UNKNOWN_MEMBER_ID
+    ra = h.join(a, client="c0")
+    assert h.reply(h.heartbeat(b, 2)).error_code == E.REBALANCE_IN_PROGRESS
+    rb = h.join(b, client="c1")
+    h.reply(ra), h.reply(rb)
+    # CompletingRebalance: members of the new generation heartbeat fine
+    assert h.reply(h.heartbeat(b, 3)).error_code == E.NONE
+    assert h.reply(h.heartbeat(b, 2)).error_code == E.ILLEGAL_GENERATION
+
+
+def test_session_expiry_in_stable(h) -> None:
+    a, b = h.form(2)
+    h.advance(9000)
+    h.reply(h.heartbeat(a, 2))
+    h.advance(1000)  # b's deadline passes: removed by the timer, not lazily
+    g = h.shard.group("g")
+    assert b not in g.members and g.state.value == "PreparingRebalance"
+    started = [e for e in h.events if type(e).__name__ == "RebalanceStarted"][-1]
+    assert started.cause == "session_expired" and started.member_id == b
+    assert h.reply(h.heartbeat(a, 2)).error_code == E.REBALANCE_IN_PROGRESS
+    ra = h.join(a, client="c0")
+    resp = h.reply(ra)
+    assert resp.generation_id == 3 and [m.member_id for m in resp.members] == [a]
+
+
+def test_session_expiry_in_preparing_completes_join(h) -> None:
+    a, b = h.form(2)
+    ra = h.join(a, client="c0")
+    h.advance(10000)  # b never rejoins nor heartbeats
+    resp = h.reply(ra)
+    assert resp.generation_id == 3 and len(resp.members) == 1
+    removed = [e for e in h.events if type(e).__name__ == "MemberRemoved"]
+    assert removed[-1].member_id == b and removed[-1].cause == "session_expired"
+
+
+def test_session_expiry_in_completing(h) -> None:
+    a, b = h.form(2)
+    ra, rb = h.join(a, client="c0"), h.join(b, client="c1")
+    h.reply(ra), h.reply(rb)
+    rs = h.sync(b, 3)  # b is parked; a (leader) never syncs and dies
+    h.advance(10000)
+    g = h.shard.group("g")
+    assert a not in g.members and h.reply(rs).error_code == E.REBALANCE_IN_PROGRESS
+
+
+def test_last_member_expiry_empties_group_and_stores_it(h) -> None:
+    (a,) = h.form(1)
+    h.advance(10000)
+    g = h.shard.group("g")
+    assert g.state.value == "Empty" and g.generation == 2 and not g.members
+    value = decode_group_metadata_value(h.log[-1][1])
+    assert value.generation == 2 and value.protocol is None and value.leader is None
+    assert value.members == () and value.protocol_type == "consumer"
+    assert value.current_state_timestamp == h.now
+    assert h.reply(h.heartbeat(a, 2)).error_code == E.UNKNOWN_MEMBER_ID
+    assert h.reply(h.join(a)).error_code == E.UNKNOWN_MEMBER_ID
+
+
+def test_leave_group_batch_with_reasons(h) -> None:
+    a, b, c = h.form(3)
+    rid = h.leave((b, None, "shutting down"), (c, None, None), ("ghost", None, None))
+    assert h.reply(rid) == LeaveGroupResponse(
+        E.NONE,
+        (
+            LeaveGroupMemberResponse(b, None, E.NONE),
+            LeaveGroupMemberResponse(c, None, E.NONE),
+            LeaveGroupMemberResponse("ghost", None, E.UNKNOWN_MEMBER_ID),
+        ),
+    )
+    started = [e for e in h.events if type(e).__name__ == "RebalanceStarted"]
+    assert started[-1].cause == "member_left" and started[-1].reason == "shutting down"
+    assert heartbeat_key("g", b) not in h.timers
+    ra = h.join(a, client="c0")
+    assert [m.member_id for m in h.reply(ra).members] == [a]
+
+
+def test_leave_of_unknown_group_and_last_member(h) -> None:
+    rid = h.leave("x", group="nope")
+    assert h.reply(rid) == LeaveGroupResponse(
+        E.NONE, (LeaveGroupMemberResponse("x", None, E.UNKNOWN_MEMBER_ID),)
+    )
+    (a,) = h.form(1)
+    assert h.reply(h.leave(a)).members[0].error_code == E.NONE
+    assert h.shard.group("g").state.value == "Empty"
+
+
+def test_leave_answers_parked_join_of_leaving_member(h) -> None:
+    a, b = h.form(2)
+    ra = h.join(a, client="c0")
+    h.reply(h.leave(a))
+    assert h.reply(ra) == JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=a)
+    rb = h.join(b, client="c1")
+    assert h.reply(rb).leader == b
+
+
+def test_pending_member_can_leave(h) -> None:
+    rid = h.join(require_known=True, client="p")
+    mid = h.reply(rid).member_id
+    assert h.reply(h.leave(mid)).members[0].error_code == E.NONE
+    assert h.shard.group("g").pending_members == set()

@@ -1,0 +1,249 @@
+"""OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups and expiry."""
+
+from __future__ import annotations
+
+from muster.coordinator import errors as E
+from muster.coordinator import requests as rq
+from muster.coordinator.responses import (
+    DeletedGroup,
+    DeleteGroupsResponse,
+    FetchedGroup,
+    FetchedPartition,
+    FetchedTopic,
+    OffsetDeleteResponse,
+    PartitionError,
+    TopicErrors,
+)
+from muster.records.offsets_topic import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_offset_commit_value,
+)
+
+DAY = 24 * 3600 * 1000
+WEEK = 7 * DAY
+
+
+def errors_of(resp) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+
+
+def test_simple_consumer_commit_and_fetch(h) -> None:
+    rid = h.commit({("t", 0): 10, ("t", 1): 11, ("u", 0): 5}, metadata="m")
+    assert errors_of(h.reply(rid)) == {("t", 0): 0, ("t", 1): 0, ("u", 0): 0}
+    assert [decode_key(k) for k, _, _ in h.log] == [
+        OffsetCommitKey("g", "t", 0),
+        OffsetCommitKey("g", "t", 1),
+        OffsetCommitKey("g", "u", 0),
+    ]
+    assert decode_offset_commit_value(h.log[0][1]) == OffsetCommitValue(10, 3, "m", h.now, -1)
+    assert h.fetch() == FetchedGroup(
+        "g",
+        (
+            FetchedTopic("t", (FetchedPartition(0, 10, 3, "m"), FetchedPartition(1, 11, 3, "m"))),
+            FetchedTopic("u", (FetchedPartition(0, 5, 3, "m"),)),
+        ),
+    )
+    assert h.fetch({"t": (1, 7)}) == FetchedGroup(
+        "g", (FetchedTopic("t", (FetchedPartition(1, 11, 3, "m"), FetchedPartition(7, -1))),)
+    )
+    assert h.fetch({"t": (0,)}, group="nobody") == FetchedGroup(
+        "nobody", (FetchedTopic("t", (FetchedPartition(0, -1),)),)
+    )
+    assert h.fetch(group="nobody") == FetchedGroup("nobody", ())
+    g = h.shard.group("g")
+    assert g.state.value == "Empty" and g.protocol_type is None
+
+
+def test_offsets_visible_only_once_durable_and_require_stable(h) -> None:
+    h.commit({("t", 0): 1})
+    h.auto_durable = False
+    rid = h.commit({("t", 0): 2})
+    assert not h.answered(rid)
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 1
+    stable = h.fetch({"t": (0,)}, require_stable=True)
+    assert stable.topics[0].partitions[0] == FetchedPartition(
+        0, -1, -1, "", E.UNSTABLE_OFFSET_COMMIT
+    )
+    h.flush()
+    assert errors_of(h.reply(rid)) == {("t", 0): 0}
+    assert h.fetch({"t": (0,)}, require_stable=True).topics[0].partitions[0].committed_offset == 2
+    h.auto_durable = True
+
+
+def test_failed_commit_write_is_reported_and_not_applied(h) -> None:
+    h.commit({("t", 0): 1})
+    h.auto_durable = False
+    rid = h.commit({("t", 0): 2})
+    h.flush(error=E.MESSAGE_TOO_LARGE)
+    h.auto_durable = True
+    assert errors_of(h.reply(rid)) == {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE}
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 1
+
+
+def test_newer_commit_never_loses_to_older(h) -> None:
+    h.auto_durable = False
+    r1 = h.commit({("t", 0): 1})
+    r2 = h.commit({("t", 0): 2})
+    first, second = h.held
+    h.held = [second, first]  # durability reported out of order
+    h.flush()
+    h.auto_durable = True
+    h.reply(r1), h.reply(r2)
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 2
+
+
+def test_metadata_too_large(h) -> None:
+    rid = h.commit({("t", 0): 1}, metadata="x" * 4097)
+    assert errors_of(h.reply(rid)) == {("t", 0): E.OFFSET_METADATA_TOO_LARGE}
+    assert h.log == []
+
+
+def test_member_commit_rules(h) -> None:
+    a, b = h.form(2)
+    assert errors_of(h.reply(h.commit({("t", 0): 1}, generation=2, member_id=a))) == {("t", 0): 0}
+    # stale generation
+    assert errors_of(h.reply(h.commit({("t", 0): 1}, generation=1, member_id=a))) == {
+        ("t", 0): E.ILLEGAL_GENERATION
+    }
+    # unknown member
+    assert errors_of(h.reply(h.commit({("t", 0): 1}, generation=2, member_id="x"))) == {
+        ("t", 0): E.UNKNOWN_MEMBER_ID
+    }
+    # a simple-consumer commit to a live group
+    assert errors_of(h.reply(h.commit({("t", 0): 1}))) == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    # unknown group with a generation
+    assert errors_of(h.reply(h.commit({("t", 0): 1}, group="x", generation=3, member_id="m"))) == {
+        ("t", 0): E.ILLEGAL_GENERATION
+    }
+    # during PreparingRebalance the current generation may still commit
+    ra = h.join(a, client="c0")
+    assert errors_of(h.reply(h.commit({("t", 0): 2}, generation=2, member_id=b))) == {("t", 0): 0}
+    rb = h.join(b, client="c1")
+    h.reply(ra), h.reply(rb)
+    # CompletingRebalance: the client must finish the rebalance first
+    assert errors_of(h.reply(h.commit({("t", 0): 3}, generation=3, member_id=b))) == {
+        ("t", 0): E.REBALANCE_IN_PROGRESS
+    }
+
+
+def test_commit_counts_as_heartbeat(h) -> None:
+    a, b = h.form(2)
+    h.advance(9000)
+    h.reply(h.heartbeat(a, 2))
+    h.reply(h.commit({("t", 0): 1}, generation=2, member_id=b))
+    h.advance(9000)
+    assert b in h.shard.group("g").members
+
+
+def test_empty_group_offsets_expire_from_the_empty_timestamp(make) -> None:
+    h = make(offsets_retention_ms=WEEK, offsets_retention_check_interval_ms=DAY)
+    (a,) = h.form(1)
+    h.reply(h.commit({("t", 0): 5}, generation=1, member_id=a))
+    h.advance(3 * DAY)  # a heartbeats? no: it expired after 10 s, group Empty since then
+    g = h.shard.group("g")
+    assert g.state.value == "Empty"
+    empty_since = g.state_timestamp
+    h.advance(WEEK - 3 * DAY)
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 5
+    h.advance(DAY)  # next check after retention since the group became Empty
+    assert h.shard.group("g") is None
+    key, value, _ = h.log[-1]
+    assert value is None and decode_key(key).group == "g"
+    assert decode_key(h.log[-2][0]) == OffsetCommitKey("g", "t", 0) and h.log[-2][1] is None
+    assert empty_since is not None
+
+
+def test_stable_consumer_group_expires_only_unsubscribed_topics(make) -> None:
+    h = make(
+        offsets_retention_ms=WEEK,
+        offsets_retention_check_interval_ms=DAY,
+        group_max_session_timeout_ms=20 * DAY,
+    )
+    a = h.form(1, session=20 * DAY)[0]
+    h.reply(h.commit({("t", 0): 1, ("old", 0): 2}, generation=1, member_id=a))
+    h.advance(8 * DAY)
+    h.reply(h.heartbeat(a, 1))
+    fetched = h.fetch()
+    assert [t.name for t in fetched.topics] == ["t"]
+    assert h.shard.group("g").state.value == "Stable"
+
+
+def test_standalone_group_expires_from_commit_time(make) -> None:
+    h = make(offsets_retention_ms=WEEK, offsets_retention_check_interval_ms=DAY)
+    h.reply(h.commit({("t", 0): 1}))
+    h.advance(3 * DAY)
+    h.reply(h.commit({("t", 1): 1}))
+    h.advance(5 * DAY)  # t-0 is 8 days old; t-1 5 days
+    assert [p.partition_index for p in h.fetch().topics[0].partitions] == [1]
+    h.advance(3 * DAY)
+    assert h.shard.group("g") is None
+
+
+def test_explicit_expire_timestamp_wins(make) -> None:
+    h = make(offsets_retention_ms=WEEK, offsets_retention_check_interval_ms=DAY)
+    h.reply(h.commit({("t", 0): 1}, retention=DAY))
+    value = decode_offset_commit_value(h.log[-1][1])
+    assert value.expire_timestamp == h.now + DAY and value.leader_epoch == -1
+    assert h.log[-1][1][:2] == b"\x00\x01"  # written as OffsetCommitValue v1
+    h.advance(DAY)
+    assert h.shard.group("g") is None
+
+
+def test_delete_groups(h) -> None:
+    _a, _b = h.form(2)
+    h.reply(h.commit({("t", 0): 1}, group="simple"))
+    rid = h.send(rq.DeleteGroups(("g", "simple", "missing")))
+    assert h.reply(rid) == DeleteGroupsResponse(
+        (
+            DeletedGroup("g", E.NON_EMPTY_GROUP),
+            DeletedGroup("simple", E.NONE),
+            DeletedGroup("missing", E.GROUP_ID_NOT_FOUND),
+        )
+    )
+    assert h.shard.group("simple") is None
+    assert [decode_key(k).group for k, v, _ in h.log[-2:] if v is None] == ["simple", "simple"]
+    assert h.fetch(group="simple") == FetchedGroup("simple", ())
+
+
+def test_offset_delete(h) -> None:
+    a, _b = h.form(2)  # subscribed to "t"
+    h.reply(h.commit({("t", 0): 1, ("u", 0): 2}, generation=2, member_id=a))
+    rid = h.send(
+        rq.OffsetDelete("g", (rq.OffsetDeleteTopic("t", (0,)), rq.OffsetDeleteTopic("u", (0,))))
+    )
+    assert h.reply(rid) == OffsetDeleteResponse(
+        E.NONE,
+        (
+            TopicErrors("t", (PartitionError(0, E.GROUP_SUBSCRIBED_TO_TOPIC),)),
+            TopicErrors("u", (PartitionError(0, E.NONE),)),
+        ),
+    )
+    assert [t.name for t in h.fetch().topics] == ["t"]
+    rid = h.send(rq.OffsetDelete("nope", (rq.OffsetDeleteTopic("t", (0,)),)))
+    assert h.reply(rid) == OffsetDeleteResponse(E.GROUP_ID_NOT_FOUND)
+    # an Empty group may delete anything; the last offset takes the group with it
+    h.reply(h.commit({("t", 0): 1}, group="s"))
+    rid = h.send(rq.OffsetDelete("s", (rq.OffsetDeleteTopic("t", (0,)),)))
+    assert h.reply(rid).topics[0].partitions[0].error_code == E.NONE
+    assert h.shard.group("s") is None
+
+
+def test_offset_delete_non_consumer_group_is_non_empty(h) -> None:
+    h.form(1, protocol_type="connect")
+    rid = h.send(rq.OffsetDelete("g", (rq.OffsetDeleteTopic("t", (0,)),)))
+    assert h.reply(rid) == OffsetDeleteResponse(E.NON_EMPTY_GROUP)
+
+
+def test_commit_racing_delete_is_not_resurrected_by_replay(h) -> None:
+    h.reply(h.commit({("t", 0): 1}))
+    h.auto_durable = False
+    rid = h.commit({("t", 0): 2})
+    h.auto_durable = True
+    d = h.send(rq.DeleteGroups(("g",)))
+    assert h.reply(d).results[0].error_code == E.NONE
+    h.flush()
+    h.reply(rid)
+    # the log: commit(1), delete tombstones, then commit(2) lands after them
+    assert h.shard.group("g") is None or not h.shard.group("g").offsets

@@ -1,0 +1,48 @@
+"""The coordinator core stays pure: no asyncio, sockets, clocks or server/client imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import muster.coordinator
+import muster.records.offsets_topic
+
+FORBIDDEN_MODULES = (
+    "asyncio",
+    "socket",
+    "selectors",
+    "threading",
+    "time",
+    "datetime",
+    "muster.server",
+    "muster.client",
+)
+FORBIDDEN_CALLS = ("time.time", "time.monotonic", "datetime.now", "datetime.utcnow")
+
+
+def _files() -> list[Path]:
+    root = Path(muster.coordinator.__file__).parent
+    return [*sorted(root.rglob("*.py")), Path(muster.records.offsets_topic.__file__)]
+
+
+def _forbidden(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in FORBIDDEN_MODULES)
+
+
+def test_core_imports_nothing_impure() -> None:
+    offences = []
+    for path in _files():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                offences += [(path.name, a.name) for a in node.names if _forbidden(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if _forbidden(node.module):
+                    offences.append((path.name, node.module))
+            elif isinstance(node, ast.Attribute):
+                text = ast.unparse(node)
+                if any(text.endswith(c) for c in FORBIDDEN_CALLS):
+                    offences.append((path.name, text))
+    assert offences == []
+    assert len(_files()) > 10
