@@ -228,3 +228,14 @@ def test_flush_advances_flushed_offset(make_log: MakeLog) -> None:
     assert log.flushed_offset == 0
     log.flush()
     assert log.flushed_offset == 4
+
+
+def test_compacted_topics_refuse_keyless_records(make_log: MakeLog) -> None:
+    log = make_log(cleanup_policy="compact")
+    with pytest.raises(InvalidRecordError, match="without key"):
+        log.append(build_batch([(b"k", b"v"), (None, b"v")], compression_type=1), 0)
+    assert log.append(build_batch([(b"k", b"v")], compression_type=1), 0).base_offset == 0
+
+
+def test_other_topics_accept_keyless_records(make_log: MakeLog) -> None:
+    assert make_log().append(build_batch([(None, b"v")]), 0).base_offset == 0

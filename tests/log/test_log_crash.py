@@ -11,8 +11,16 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from muster.log.manager import LogManager
-from muster.records.batch import iter_batches, iter_records, validate_batches
+from muster.records.batch import (
+    Record,
+    build_batch,
+    iter_batches,
+    iter_records,
+    validate_batches,
+)
 
 CHILD = textwrap.dedent(
     """
@@ -49,7 +57,8 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_flushed_records_survive_sigkill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tear", [False, True])
+def test_flushed_records_survive_sigkill(tmp_path: Path, tear: bool) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path)],
         stdout=subprocess.PIPE,
@@ -71,6 +80,10 @@ def test_flushed_records_survive_sigkill(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    if tear:  # as if the machine died mid-write: half a batch and junk at the end
+        last = sorted((tmp_path / "crash-0").glob("*.log"))[-1]
+        with open(last, "ab") as fh:
+            fh.write(build_batch([Record(b"x", b"y" * 500)])[:300] + os.urandom(999))
 
     mgr = LogManager(tmp_path, {"log.segment.bytes": 64 * 1024})
     mgr.load()
@@ -78,6 +91,8 @@ def test_flushed_records_survive_sigkill(tmp_path: Path) -> None:
     log = mgr.get("crash", 0)
     assert log is not None
     assert log.log_end_offset >= flushed
+    if tear:
+        assert log.recovered_truncations == 1  # type: ignore[attr-defined]
     offset, seen = 0, []
     while offset < log.log_end_offset:
         data = log.read(offset, 1 << 20)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from muster.log.config import LogConfig
-from muster.log.port import OffsetOutOfRangeError
+from muster.log.port import InvalidProducerEpochError, OffsetOutOfRangeError
 from muster.log.segment_log import SegmentLog
 from muster.records.batch import Record, build_batch, iter_batches, iter_records
 
@@ -219,17 +219,33 @@ def test_retention_is_off_for_compacted_topics(tmp_path: Path) -> None:
     assert log.run_retention(now_ms=10**12) == 0
 
 
-def test_producer_state_survives_reopen(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["clean", "crash", "stale_snapshot"])
+def test_producer_state_survives_reopen(tmp_path: Path, how: str) -> None:
     d = tmp_path / "t-0"
-    log = open_log(d)
+    log = open_log(d, segment_bytes=600)
     log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=0), 0)
     log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=2), 0)
-    log.close()
-    log = open_log(d)
+    log.append(batch(2, producer_id=5, producer_epoch=0, base_sequence=0), 0)
+    if how == "crash":
+        log.flush()
+    else:
+        log.close()
+        assert (d / "producer-state.json").exists()
+    if how == "stale_snapshot":  # appended after the snapshot, then crashed
+        log = open_log(d, clean=True, segment_bytes=600)
+        assert not (d / "producer-state.json").exists()
+        log.append(batch(1, producer_id=4, producer_epoch=1, base_sequence=4), 0)
+        log.flush()
+        log = open_log(d, segment_bytes=600)
+        assert log.append(batch(1, producer_id=4, producer_epoch=1, base_sequence=4), 0).duplicate
+        return
+    log = open_log(d, clean=how == "clean", segment_bytes=600)
     dup = log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=2), 0)
     assert dup.duplicate and dup.base_offset == 2
+    with pytest.raises(InvalidProducerEpochError):
+        log.append(batch(1, producer_id=5, producer_epoch=-1 + 0, base_sequence=2), 0)
     assert (
-        log.append(batch(1, producer_id=4, producer_epoch=1, base_sequence=4), 0).base_offset == 4
+        log.append(batch(1, producer_id=4, producer_epoch=1, base_sequence=4), 0).base_offset == 6
     )
 
 

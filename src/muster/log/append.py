@@ -11,9 +11,16 @@ import struct
 from dataclasses import dataclass
 
 from muster.log.config import LogConfig
-from muster.log.port import AppendInfo
+from muster.log.port import AppendInfo, InvalidRecordError
 from muster.log.producer_state import ProducerEntry, ProducerStateManager
-from muster.records.batch import LOG_OVERHEAD, set_log_append_time, validate_batches
+from muster.records.batch import (
+    LOG_OVERHEAD,
+    BatchHeader,
+    batch_payload,
+    decode_records,
+    set_log_append_time,
+    validate_batches,
+)
 
 _INT64 = struct.Struct(">q")
 
@@ -29,6 +36,16 @@ class PreparedAppend:
     log_append_time_ms: int
 
 
+def _check_keys(records: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
+    """Kafka refuses keyless records on compacted topics (the one place the
+    append path decodes records; compacted topics are low-volume)."""
+    for h in headers:
+        if h.is_control:
+            continue
+        if any(r.key is None for r in decode_records(h, batch_payload(records, h))):
+            raise InvalidRecordError("Compacted topic cannot accept message without key")
+
+
 def prepare_append(
     records: bytes | bytearray | memoryview,
     now_ms: int,
@@ -39,6 +56,8 @@ def prepare_append(
 ) -> PreparedAppend | AppendInfo:
     """Returns the bytes to write, or the original AppendInfo of a duplicate."""
     headers = validate_batches(records, config.max_message_bytes)
+    if config.compact:
+        _check_keys(records, headers)
     pending: dict[int, ProducerEntry] = {}
     idempotent = False
     for h in headers:

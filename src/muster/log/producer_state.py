@@ -4,7 +4,8 @@ Per producer id: its epoch and the metadata of its last 5 batches. A retry of
 one of those is a duplicate (answered with the original offsets, not written);
 a sequence gap is OutOfOrderSequence; an older epoch is fenced; a new epoch
 must start at sequence 0. The state is rebuilt on open by replaying batch
-headers, so it needs no file of its own.
+headers; a clean shutdown also leaves a snapshot (`to_json`/`from_json`)
+so a restart need not scan.
 """
 
 from __future__ import annotations
@@ -123,3 +124,23 @@ class ProducerStateManager:
 
     def truncate(self) -> None:
         self.producers.clear()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            str(pid): {
+                "epoch": e.epoch,
+                "last_timestamp": e.last_timestamp,
+                "batches": [
+                    [m.first_seq, m.last_seq, m.first_offset, m.last_offset, m.timestamp]
+                    for m in e.batches
+                ],
+            }
+            for pid, e in self.producers.items()
+        }
+
+    def load_json(self, doc: dict[str, dict]) -> None:  # type: ignore[type-arg]
+        self.producers.clear()
+        for pid, raw in doc.items():
+            entry = ProducerEntry(int(raw["epoch"]), last_timestamp=int(raw["last_timestamp"]))
+            entry.batches.extend(BatchMeta(*map(int, b)) for b in raw["batches"])
+            self.producers[int(pid)] = entry

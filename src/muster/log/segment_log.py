@@ -15,6 +15,7 @@ racing a retention or cleaner swap never sees a closed fd.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -29,6 +30,7 @@ from muster.log.producer_state import ProducerStateManager
 from muster.log.segment import Segment, segment_name
 from muster.records.batch import decode_batch
 
+PRODUCER_SNAPSHOT = "producer-state.json"
 TEMP_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
 
 
@@ -73,10 +75,13 @@ class SegmentLog:
     # ------------------------------------------------------------ loading
 
     def _load(self, clean_shutdown: bool, now_ms: int) -> None:
+        logs = {p.stem for p in self.directory.glob("*.log")}
         for path in self.directory.iterdir():
-            if path.name.endswith(TEMP_SUFFIXES):
+            if path.name.endswith(TEMP_SUFFIXES) or (
+                path.suffix in (".index", ".timeindex") and path.stem not in logs
+            ):
                 path.unlink()
-        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        bases = sorted(int(stem) for stem in logs if stem.isdigit())
         interval = self.config.index_interval_bytes
         segments: list[Segment] = []
         for i, base in enumerate(bases):
@@ -126,9 +131,20 @@ class SegmentLog:
         self._set_view(segments)
         self._end = max(segments[-1].next_offset, segments[-1].base_offset)
         self._flushed = self._end
-        for seg in segments[-2:]:
-            for h in seg.iter_headers(0):
-                self.producers.replay(h)
+        snapshot = self.directory / PRODUCER_SNAPSHOT
+        doc = None
+        if clean_shutdown and snapshot.exists():
+            try:
+                doc = json.loads(snapshot.read_text())
+            except ValueError:
+                doc = None
+        snapshot.unlink(missing_ok=True)  # stale as soon as anything is appended
+        if doc is not None and doc.get("end_offset") == self._end:
+            self.producers.load_json(doc["producers"])
+        else:
+            for seg in segments[-2:]:
+                for h in seg.iter_headers(0):
+                    self.producers.replay(h)
 
     def _set_view(self, segments: list[Segment] | tuple[Segment, ...]) -> None:
         self._view = (tuple(segments), tuple(s.base_offset for s in segments))
@@ -353,12 +369,22 @@ class SegmentLog:
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
+        """Flushes, writes indexes and the producer-state snapshot, closes."""
         self.flush()
         with self._flush_lock:
+            if self._closed:
+                return
             self._closed = True
             for seg in self._view[0]:
                 seg.write_indexes()
                 seg.close()
+            doc = {"end_offset": self._end, "producers": self.producers.to_json()}
+            tmp = self.directory / (PRODUCER_SNAPSHOT + ".tmp")
+            with open(tmp, "w") as f:
+                f.write(json.dumps(doc))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.directory / PRODUCER_SNAPSHOT)
 
     def delete(self) -> None:
         """Closes and removes the partition directory (topic deletion)."""

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from muster.server.handlers import groups as g
 from muster.server.handlers.api_versions import handle_api_versions
 from muster.server.handlers.fetch import handle_fetch
 from muster.server.handlers.list_offsets import handle_list_offsets
@@ -45,6 +46,17 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(20, "DeleteTopics", 1, 6, handle_delete_topics, serial=True),
     ApiEntry(22, "InitProducerId", 0, 4, handle_init_producer_id, serial=True),
     ApiEntry(37, "CreatePartitions", 0, 3, handle_create_partitions, serial=True),
+    ApiEntry(8, "OffsetCommit", 2, 9, g.handle_offset_commit, serial=True),
+    ApiEntry(9, "OffsetFetch", 1, 9, g.handle_offset_fetch, serial=True),
+    ApiEntry(10, "FindCoordinator", 0, 6, g.handle_find_coordinator),
+    ApiEntry(11, "JoinGroup", 0, 9, g.handle_join_group, serial=True),
+    ApiEntry(12, "Heartbeat", 0, 4, g.handle_heartbeat, serial=True),
+    ApiEntry(13, "LeaveGroup", 0, 5, g.handle_leave_group, serial=True),
+    ApiEntry(14, "SyncGroup", 0, 5, g.handle_sync_group, serial=True),
+    ApiEntry(15, "DescribeGroups", 0, 5, g.handle_describe_groups),
+    ApiEntry(16, "ListGroups", 0, 5, g.handle_list_groups),
+    ApiEntry(42, "DeleteGroups", 0, 2, g.handle_delete_groups, serial=True),
+    ApiEntry(47, "OffsetDelete", 0, 0, g.handle_offset_delete, serial=True),
 )
 
 

@@ -12,6 +12,8 @@ from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.connection import Connection
+from muster.server.coordinator.runtime import GroupCoordinator
+from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.handlers.common import now_ms
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
@@ -28,6 +30,7 @@ class Broker:
         self._connections: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
+        self.coordinator: GroupCoordinator | None = None
 
     async def start(self) -> None:
         data_dir = self.config.data_dir
@@ -49,6 +52,8 @@ class Broker:
         )
         self.state.extras["api_table"] = self.table
         durability.start()
+        self.coordinator = await start_coordinator(self.state)
+        self.state.extras["coordinator"] = self.coordinator
         host, port = self.config.listen
         self._server = await asyncio.start_server(self._accept, host, port, limit=1 << 20)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -75,6 +80,8 @@ class Broker:
         self._connections.add(task)
         try:
             await Connection(self.state, self.table, reader, writer).serve()
+        except asyncio.CancelledError:
+            pass  # broker shutting down
         except Exception:
             log.exception("connection handler crashed")
         finally:
@@ -88,6 +95,8 @@ class Broker:
         for task in (*self._background, *self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.coordinator is not None:
+            await self.coordinator.stop()
         if self.state is not None:
             await self.state.durability.stop()
             await asyncio.to_thread(self.state.logs.close)

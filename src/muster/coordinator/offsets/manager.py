@@ -145,17 +145,22 @@ class OffsetManager:
         def durable(error: int, fx2: Effects) -> None:
             for tp, committed in writes:
                 tokens = group.pending_offsets.get(tp)
-                if tokens is None or token not in tokens:
-                    continue  # deleted meanwhile (its tombstone follows our record)
-                tokens.discard(token)
-                if not tokens:
-                    del group.pending_offsets[tp]
-                if error == E.NONE:
+                if tokens is not None:
+                    tokens.discard(token)
+                    if not tokens:
+                        del group.pending_offsets[tp]
+                if error != E.NONE:
+                    results[tp] = E.append_error_to_client(error)
+                elif committed.record_seq < group.cleared_seq.get(tp, -1):
+                    # a deletion was appended after our record: it wins, unless
+                    # its own append fails (then this value comes back)
+                    old = group.suppressed.get(tp)
+                    if old is None or old.record_seq < committed.record_seq:
+                        group.suppressed[tp] = committed
+                else:
                     current = group.offsets.get(tp)
                     if current is None or current.record_seq < committed.record_seq:
                         group.offsets[tp] = committed
-                else:
-                    results[tp] = E.append_error_to_client(error)
             fx2.reply(rid, response(results))
 
         fx.after_durable(durable)
@@ -207,30 +212,80 @@ class OffsetManager:
     # ---- removal -----------------------------------------------------------
 
     def remove_offsets(self, group: ClassicGroup, tps: Iterable[TP], fx: Effects) -> int:
-        """Tombstones for these partitions (committed or still pending)."""
-        n = 0
+        """Tombstones for these partitions (committed or still pending). The
+        removal shows at once; should the tombstones' append fail, it is undone."""
+        seq = self.next_seq
+        self.next_seq += 1
+        undo: dict[TP, tuple[CommittedOffset | None, int | None]] = {}
         for tp in tps:
-            known = group.offsets.pop(tp, None) is not None
-            pending = group.pending_offsets.pop(tp, None) is not None
-            if known or pending:
-                fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
-                n += 1
-        return n
+            removed = group.offsets.pop(tp, None)
+            if removed is None and tp not in group.pending_offsets:
+                continue
+            fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
+            undo[tp] = (removed, group.cleared_seq.get(tp))
+            group.cleared_seq[tp] = seq
+        if not undo:
+            return 0
+
+        def durable(error: int, fx2: Effects) -> None:
+            for tp, (removed, previous_clear) in undo.items():
+                suppressed = group.suppressed.get(tp)
+                if error == E.NONE:
+                    if suppressed is not None and suppressed.record_seq < seq:
+                        del group.suppressed[tp]
+                    continue
+                if group.cleared_seq.get(tp) == seq:
+                    if previous_clear is None:
+                        del group.cleared_seq[tp]
+                    else:
+                        group.cleared_seq[tp] = previous_clear
+                candidates = [c for c in (removed, suppressed, group.offsets.get(tp)) if c]
+                if candidates:
+                    best = max(candidates, key=lambda c: c.record_seq)
+                    if best.record_seq > group.cleared_seq.get(tp, -1):
+                        group.offsets[tp] = best
+                        if best is suppressed:
+                            del group.suppressed[tp]
+
+        fx.after_durable(durable)
+        return len(undo)
 
     def remove_group_if_dead(self, group: ClassicGroup, fx: Effects, cause: str) -> bool:
         """An Empty group without offsets becomes Dead and is tombstoned."""
         if group.is_(S.EMPTY) and not group.has_offsets():
             group.transition_to(S.DEAD, cause, fx)
-        if group.is_(S.DEAD):
-            fx.record(group_metadata_record(group.group_id, None))
-            self.store.remove(group.group_id)
-            return True
-        return False
+        if not group.is_(S.DEAD):
+            return False
+        fx.record(group_metadata_record(group.group_id, None))
+        self.store.remove(group.group_id)
+
+        def durable(error: int, fx2: Effects) -> None:
+            if error == E.NONE:
+                return
+            # the tombstone is not in the log: the group lives on there, so here too
+            group.state = S.EMPTY  # an undo, not a transition
+            current = self.store.get(group.group_id)
+            if current is None:
+                self.store.groups[group.group_id] = group
+                return
+            for tp, c in group.offsets.items():
+                if tp not in current.offsets and tp not in current.cleared_seq:
+                    current.offsets[tp] = c
+            if current.persisted is None and group.persisted is not None:
+                # a new incarnation without a record of its own continues the old one
+                current.persisted, current.persisted_seq = group.persisted, 0
+                current.generation = max(current.generation, group.generation)
+                if not current.members and current.is_(S.EMPTY):
+                    current.protocol_type = current.protocol_type or group.protocol_type
+                    current.state_timestamp = group.state_timestamp
+
+        fx.after_durable(durable)
+        return True
 
     def delete_all(self, group: ClassicGroup, fx: Effects) -> None:
         """DeleteGroups on an Empty group."""
-        group.transition_to(S.DEAD, ev.GROUP_DELETED, fx)
         self.remove_offsets(group, set(group.offsets) | set(group.pending_offsets), fx)
+        group.transition_to(S.DEAD, ev.GROUP_DELETED, fx)
         self.remove_group_if_dead(group, fx, ev.GROUP_DELETED)
 
     # ---- OffsetDelete ------------------------------------------------------

@@ -96,9 +96,15 @@ class ClassicGroup:
     trace: RebalanceTrace | None = None
     # offsets
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
-    pending_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    pending_offsets: dict[tuple[str, int], set[int]] = field(default_factory=dict)
+    # record position of the last tombstone per partition, and commits made
+    # durable before it (they return if the tombstone's append fails)
+    cleared_seq: dict[tuple[str, int], int] = field(default_factory=dict)
+    suppressed: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     # the last group record made durable (None: no record / tombstoned)
     persisted: GroupMetadataValue | None = None
+    store_seq: int = 0  # group records appended so far (orders their completions)
+    persisted_seq: int = 0
 
     # ---- state -------------------------------------------------------------
 

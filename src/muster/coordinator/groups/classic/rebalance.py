@@ -44,10 +44,13 @@ def store_group(
     """Append the group's metadata record; `then(error, fx)` runs once durable."""
     value = group.to_record(assignment)
     fx.record(group_metadata_record(group.group_id, value))
+    group.store_seq += 1
+    seq = group.store_seq
 
     def done(error: int, fx2: Effects) -> None:
-        if error == E.NONE:
+        if error == E.NONE and seq > group.persisted_seq:
             group.persisted = value
+            group.persisted_seq = seq
         if then is not None:
             then(error, fx2)
 

@@ -1,0 +1,235 @@
+"""Drives the pure coordinator shards: one serial queue per `__consumer_offsets`
+partition, keyed timers, appends with group commit, answers after durability.
+
+Everything with I/O or a clock lives here; `muster.coordinator` only computes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from muster.coordinator.runtime.partitioning import partition_for
+from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.shard import CoordinatorShard
+from muster.log.port import LogError, PartitionLog
+from muster.records.batch import build_batch, iter_batches, iter_records
+from muster.server.durability import Durability
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+EVENTS_TOPIC = "__muster_group_events"
+LOAD_CHUNK = 8 << 20
+STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class CoordinatorLoading(Exception):
+    """The shard is still replaying its partition (COORDINATOR_LOAD_IN_PROGRESS)."""
+
+
+@dataclass
+class _Work:
+    kind: str  # "request" | "timer" | "written" | "loaded"
+    payload: Any
+    future: asyncio.Future[Any] | None = None
+
+
+class ShardRuntime:
+    """The single writer of one shard: requests, timers and write completions
+    all pass through one queue, so the shard needs no locks."""
+
+    def __init__(
+        self,
+        shard: CoordinatorShard,
+        plog: PartitionLog,
+        durability: Durability,
+        publish_events: Callable[[list[Any]], None],
+    ) -> None:
+        self.shard = shard
+        self.plog = plog
+        self.durability = durability
+        self.publish_events = publish_events
+        self.loaded = False
+        self.load_seconds = 0.0
+        self._queue: asyncio.Queue[_Work] = asyncio.Queue()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._task: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+
+    # ---- lifecycle -----------------------------------------------------
+
+    def load(self) -> int:
+        """Replays the partition into the shard (runs in a worker thread)."""
+        started = time.perf_counter()
+        offset = self.plog.log_start_offset
+        end = self.plog.log_end_offset
+        count = 0
+        while offset < end:
+            chunk = self.plog.read(offset, LOAD_CHUNK)
+            if not chunk:
+                break
+            for record in iter_records(chunk):
+                if record.offset is None or record.offset < offset or record.key is None:
+                    continue
+                self.shard.replay(record.key, record.value, record.offset)
+                count += 1
+            # batches whose records were all compacted away still move us on
+            offset = max(offset, _last_offset(chunk) + 1)
+        self.load_seconds = time.perf_counter() - started
+        return count
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"coordinator-{self.shard.partition}")
+        self._queue.put_nowait(_Work("loaded", None))
+
+    async def stop(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for fut in self._waiting.values():
+            if not fut.done():
+                fut.cancel()
+
+    # ---- the API the handlers use ---------------------------------------
+
+    async def call(self, request: Any) -> Any:
+        if not self.loaded:
+            raise CoordinatorLoading()
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Work("request", request, fut))
+        return await fut
+
+    # ---- the serial loop -------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            work = await self._queue.get()
+            now = wall_ms()
+            try:
+                if work.kind == "request":
+                    request_id = next(self._ids)
+                    assert work.future is not None
+                    self._waiting[request_id] = work.future
+                    result = self.shard.handle(request_id, work.payload, now)
+                elif work.kind == "timer":
+                    result = self.shard.on_timer(work.payload, now)
+                elif work.kind == "written":
+                    token, error = work.payload
+                    result = self.shard.complete_write(token, error, now)
+                else:
+                    result = self.shard.loaded(now)
+                    self.loaded = True
+            except Exception as exc:  # a bug in the core must not kill the shard
+                log.exception("coordinator shard %d failed on %s", self.shard.partition, work.kind)
+                if work.future is not None and not work.future.done():
+                    work.future.set_exception(exc)
+                continue
+            self._apply(result)
+
+    def _apply(self, result: Result) -> None:
+        for op in result.timers:
+            self._set_timer(op)
+        if result.events:
+            try:
+                self.publish_events(result.events)
+            except Exception:
+                log.exception("could not record group events")
+        if not result.records:
+            self._reply(result.replies)
+            if result.on_durable is not None:
+                self._queue.put_nowait(_Work("written", (result.on_durable, 0)))
+            return
+        error = 0
+        try:
+            now = wall_ms()
+            self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
+            self.durability.appended(self.plog)
+        except LogError as exc:
+            log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
+            error = exc.error_code
+        task = asyncio.create_task(self._after_write(result, error))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _after_write(self, result: Result, error: int) -> None:
+        if error == 0:
+            try:
+                await self.durability.wait(self.plog)
+            except OSError as exc:
+                log.error("coordinator write not durable: %s", exc)
+                error = STORAGE_ERROR
+        self._reply(result.replies)
+        if result.on_durable is not None:
+            self._queue.put_nowait(_Work("written", (result.on_durable, error)))
+
+    def _reply(self, replies: list[tuple[int, Any]]) -> None:
+        for request_id, response in replies:
+            fut = self._waiting.pop(request_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(response)
+
+    def _set_timer(self, op: Schedule | Cancel) -> None:
+        old = self._timers.pop(op.key, None)
+        if old is not None:
+            old.cancel()
+        if isinstance(op, Schedule):
+            delay = max(0.0, (op.deadline_ms - wall_ms()) / 1000)
+            self._timers[op.key] = asyncio.get_running_loop().call_later(delay, self._fire, op.key)
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        self._queue.put_nowait(_Work("timer", key))
+
+
+def _last_offset(chunk: bytes) -> int:
+    last = -1
+    for header in iter_batches(chunk):
+        last = header.last_offset
+    return last
+
+
+class GroupCoordinator:
+    """All shards of this broker, routed by Kafka's own group -> partition rule."""
+
+    def __init__(self, shards: list[ShardRuntime]) -> None:
+        self.shards = shards
+        self.loader: asyncio.Task[None] | None = None
+        self.load_ms: int | None = None
+
+    def shard_for(self, group_id: str) -> ShardRuntime:
+        return self.shards[partition_for(group_id, len(self.shards))]
+
+    async def call(self, group_id: str, request: Any) -> Any:
+        return await self.shard_for(group_id).call(request)
+
+    @property
+    def loaded(self) -> bool:
+        return all(s.loaded for s in self.shards)
+
+    async def stop(self) -> None:
+        if self.loader is not None and not self.loader.done():
+            self.loader.cancel()
+            try:
+                await self.loader
+            except asyncio.CancelledError:
+                pass
+        for shard in self.shards:
+            await shard.stop()

@@ -1,0 +1,79 @@
+"""Starting the group coordinator: internal topics, shards, background loading."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from muster.coordinator.shard import CoordinatorShard
+from muster.records.batch import build_batch
+from muster.server.coordinator.runtime import (
+    EVENTS_TOPIC,
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    ShardRuntime,
+    wall_ms,
+)
+from muster.server.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 << 20)}
+EVENTS_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000)}
+
+
+def ensure_internal_topics(state: BrokerState) -> None:
+    topics = state.logs.topics()
+    wanted = int(state.config["offsets.topic.num.partitions"])
+    if OFFSETS_TOPIC not in topics:
+        state.logs.create_topic(OFFSETS_TOPIC, wanted, OFFSETS_TOPIC_CONFIGS)
+    elif topics[OFFSETS_TOPIC].num_partitions != wanted:
+        # Kafka never changes it either: the group -> partition mapping must hold.
+        log.warning(
+            "%s has %d partitions; offsets.topic.num.partitions=%d is ignored",
+            OFFSETS_TOPIC,
+            topics[OFFSETS_TOPIC].num_partitions,
+            wanted,
+        )
+    if EVENTS_TOPIC not in topics:
+        state.logs.create_topic(EVENTS_TOPIC, 1, EVENTS_TOPIC_CONFIGS)
+
+
+def make_event_publisher(state: BrokerState) -> Any:
+    plog = state.logs.get(EVENTS_TOPIC, 0)
+    assert plog is not None
+
+    def publish(events: list[Any]) -> None:
+        records = [(e.group_id.encode(), e.to_json()) for e in events]
+        now = wall_ms()
+        plog.append(build_batch(records, timestamp_ms=now), now)
+        state.durability.appended(plog)
+
+    return publish
+
+
+async def start_coordinator(state: BrokerState) -> GroupCoordinator:
+    """Shards answer COORDINATOR_LOAD_IN_PROGRESS until their partition is replayed."""
+    ensure_internal_topics(state)
+    publish = make_event_publisher(state)
+    count = state.logs.topics()[OFFSETS_TOPIC].num_partitions
+    runtimes = []
+    for p in range(count):
+        plog = state.logs.get(OFFSETS_TOPIC, p)
+        assert plog is not None
+        shard = CoordinatorShard(p, state.config)
+        runtimes.append(ShardRuntime(shard, plog, state.durability, publish))
+    coordinator = GroupCoordinator(runtimes)
+
+    async def load_all() -> None:
+        total = 0
+        started = wall_ms()
+        for runtime in runtimes:
+            total += await asyncio.to_thread(runtime.load)
+            runtime.start()
+        log.info("group coordinator loaded %d records in %d ms", total, wall_ms() - started)
+        coordinator.load_ms = wall_ms() - started
+
+    coordinator.loader = asyncio.create_task(load_all(), name="coordinator-load")
+    return coordinator

@@ -1,0 +1,309 @@
+"""Group and offset APIs: wire entities of every version <-> the pure core.
+
+Each handler decodes a kio request into a core request, routes it to the
+shard that owns the group, and shapes the core's answer for the version the
+client asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.coordinator import requests as rq
+from muster.coordinator import responses as rs
+from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.state import RequestContext
+
+LOADING = int(ErrorCode.coordinator_load_in_progress)
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _coordinator(ctx: RequestContext) -> GroupCoordinator:
+    return ctx.state.extras["coordinator"]  # type: ignore[no-any-return]
+
+
+def _client_host(ctx: RequestContext) -> str:
+    return "/" + ctx.client_host  # Kafka shows InetAddress.toString()
+
+
+async def _call(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
+    """The core's answer, or None while the owning shard is still loading."""
+    try:
+        return await _coordinator(ctx).call(group_id, request)
+    except CoordinatorLoading:
+        return None
+
+
+def _asdict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)
+
+
+# ---- FindCoordinator ------------------------------------------------------
+
+
+async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    host, port = ctx.state.config.advertised
+    port = port or ctx.state.extras.get("bound_port", port)
+    key_type = int(getattr(req, "key_type", GROUP_KEY))
+
+    def answer(key: str) -> dict[str, Any]:
+        if key_type != GROUP_KEY:
+            return {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": ErrorCode.coordinator_not_available,
+                "error_message": "transactions are not supported by this broker",
+            }
+        shard = _coordinator(ctx).shard_for(key)
+        if not shard.loaded:
+            return {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": ErrorCode.coordinator_load_in_progress,
+                "error_message": None,
+            }
+        return {
+            "key": key,
+            "node_id": ctx.state.node_id,
+            "host": host,
+            "port": port,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+
+    if ctx.api_version >= 4:
+        return {"throttle_time": 0, "coordinators": [answer(k) for k in req.coordinator_keys]}
+    one = answer(req.key)
+    one.pop("key")
+    return {"throttle_time": 0, **one}
+
+
+# ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----------------------
+
+
+async def handle_join_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    v = ctx.api_version
+    instance_id = getattr(req, "group_instance_id", None)
+    core = rq.JoinGroup(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        session_timeout_ms=_ms(req.session_timeout),
+        rebalance_timeout_ms=_ms(getattr(req, "rebalance_timeout", req.session_timeout)),
+        protocol_type=req.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+        group_instance_id=instance_id,
+        client_id=ctx.client_id or "",
+        client_host=_client_host(ctx),
+        require_known_member_id=v >= 4 and instance_id is None,
+        reason=getattr(req, "reason", None),
+        supports_skip_assignment=v >= 9,
+    )
+    resp = await _call(ctx, req.group_id, core)
+    if resp is None:
+        resp = rs.JoinGroupResponse(error_code=LOADING, member_id=req.member_id)
+    out = _asdict(resp)
+    if v < 7 and out["protocol_name"] is None:
+        out["protocol_name"] = ""
+    out["throttle_time"] = 0
+    return out
+
+
+async def handle_sync_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    core = rq.SyncGroup(
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in req.assignments),
+        group_instance_id=getattr(req, "group_instance_id", None),
+        protocol_type=getattr(req, "protocol_type", None),
+        protocol_name=getattr(req, "protocol_name", None),
+    )
+    resp = await _call(ctx, req.group_id, core)
+    if resp is None:
+        resp = rs.SyncGroupResponse(error_code=LOADING)
+    return {**_asdict(resp), "throttle_time": 0}
+
+
+async def handle_heartbeat(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    core = rq.Heartbeat(
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        group_instance_id=getattr(req, "group_instance_id", None),
+    )
+    resp = await _call(ctx, req.group_id, core)
+    return {"error_code": LOADING if resp is None else resp.error_code, "throttle_time": 0}
+
+
+async def handle_leave_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.api_version >= 3:
+        members = tuple(
+            rq.LeavingMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
+            for m in req.members
+        )
+    else:
+        members = (rq.LeavingMember(req.member_id),)
+    resp = await _call(ctx, req.group_id, rq.LeaveGroup(req.group_id, members))
+    if resp is None:
+        return {"error_code": LOADING, "members": [], "throttle_time": 0}
+    out = {**_asdict(resp), "throttle_time": 0}
+    if ctx.api_version < 3 and out["error_code"] == 0 and resp.members:
+        # v0-2 have no per-member results: the one member's error is the answer
+        out["error_code"] = resp.members[0].error_code
+    return out
+
+
+# ---- OffsetCommit / OffsetFetch / OffsetDelete ------------------------------
+
+
+async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    topics = tuple(
+        rq.CommitTopic(
+            t.name,
+            tuple(
+                rq.CommitPartition(
+                    partition=p.partition_index,
+                    offset=p.committed_offset,
+                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                    metadata=p.committed_metadata,
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in req.topics
+    )
+    retention = getattr(req, "retention_time", None)
+    core = rq.OffsetCommit(
+        group_id=req.group_id,
+        topics=topics,
+        generation_id=req.generation_id_or_member_epoch,
+        member_id=req.member_id,
+        group_instance_id=getattr(req, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else _ms(retention),
+    )
+    resp = await _call(ctx, req.group_id, core)
+    if resp is None:
+        resp = rs.OffsetCommitResponse(
+            topics=tuple(
+                rs.TopicErrors(
+                    t.name, tuple(rs.PartitionError(p.partition, LOADING) for p in t.partitions)
+                )
+                for t in topics
+            )
+        )
+    return {**_asdict(resp), "throttle_time": 0}
+
+
+def _fetch_group(group_id: str, topics: Any) -> rq.FetchGroup:
+    if topics is None:
+        return rq.FetchGroup(group_id, None)
+    return rq.FetchGroup(
+        group_id, tuple(rq.FetchTopic(t.name, tuple(t.partition_indexes)) for t in topics)
+    )
+
+
+async def handle_offset_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    v = ctx.api_version
+    require_stable = bool(getattr(req, "require_stable", False))
+    if v >= 8:
+        wanted = [_fetch_group(g.group_id, g.topics) for g in req.groups]
+    else:
+        wanted = [_fetch_group(req.group_id, req.topics)]
+
+    async def one(group: rq.FetchGroup) -> rs.FetchedGroup:
+        resp = await _call(ctx, group.group_id, rq.OffsetFetch((group,), require_stable))
+        if resp is None:
+            return rs.FetchedGroup(group.group_id, (), LOADING)
+        return resp.groups[0]  # type: ignore[no-any-return]
+
+    groups = await asyncio.gather(*(one(g) for g in wanted))
+    if v >= 8:
+        return {"throttle_time": 0, "groups": [_asdict(g) for g in groups]}
+    g = _asdict(groups[0])
+    if v < 2 and g["error_code"]:
+        # v0-1 carry errors per partition only
+        for t in g["topics"]:
+            for p in t["partitions"]:
+                p["error_code"] = p["error_code"] or g["error_code"]
+    return {"throttle_time": 0, "topics": g["topics"], "error_code": g["error_code"]}
+
+
+async def handle_offset_delete(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    core = rq.OffsetDelete(
+        req.group_id,
+        tuple(
+            rq.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions))
+            for t in req.topics
+        ),
+    )
+    resp = await _call(ctx, req.group_id, core)
+    if resp is None:
+        return {"error_code": LOADING, "throttle_time": 0, "topics": []}
+    return {**_asdict(resp), "throttle_time": 0}
+
+
+# ---- DescribeGroups / ListGroups / DeleteGroups ------------------------------
+
+
+async def handle_describe_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    include_ops = bool(getattr(req, "include_authorized_operations", False))
+
+    async def one(group_id: str) -> dict[str, Any]:
+        resp = await _call(ctx, group_id, rq.DescribeGroups((group_id,), include_ops))
+        if resp is None:
+            return {
+                "error_code": LOADING,
+                "group_id": group_id,
+                "group_state": "",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+                "authorized_operations": rs.AUTHORIZED_OPERATIONS_OMITTED,
+            }
+        return _asdict(resp.groups[0])
+
+    groups = await asyncio.gather(*(one(g) for g in req.groups))
+    return {"throttle_time": 0, "groups": list(groups)}
+
+
+async def handle_list_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    core = rq.ListGroups(
+        states_filter=tuple(getattr(req, "states_filter", ()) or ()),
+        types_filter=tuple(getattr(req, "types_filter", ()) or ()),
+    )
+    error = 0
+    groups: list[dict[str, Any]] = []
+    for shard in _coordinator(ctx).shards:
+        try:
+            resp = await shard.call(core)
+        except CoordinatorLoading:
+            error = LOADING
+            continue
+        error = error or resp.error_code
+        groups += [_asdict(g) for g in resp.groups]
+    return {"throttle_time": 0, "error_code": error, "groups": groups}
+
+
+async def handle_delete_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def one(group_id: str) -> dict[str, Any]:
+        resp = await _call(ctx, group_id, rq.DeleteGroups((group_id,)))
+        if resp is None:
+            return {"group_id": group_id, "error_code": LOADING}
+        return _asdict(resp.results[0])
+
+    results = await asyncio.gather(*(one(g) for g in req.groups_names))
+    return {"throttle_time": 0, "results": list(results)}
+
+
+def _ms(value: Any) -> int:
+    if hasattr(value, "total_seconds"):
+        return round(value.total_seconds() * 1000)
+    return int(value)
