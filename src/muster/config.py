@@ -50,6 +50,13 @@ PROPERTIES: tuple[Property, ...] = (
         "interval: fsync every muster.fsync.interval.ms; never: leave it to the OS.",
     ),
     Property("muster.fsync.interval.ms", int, 1000, "fsync period when muster.fsync=interval."),
+    Property(
+        "muster.metrics.listen",
+        str,
+        "",
+        "HOST:PORT for the Prometheus /metrics endpoint (empty: off).",
+    ),
+    Property("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
     Property("offsets.topic.num.partitions", int, 50, "Partitions of __consumer_offsets."),
     Property("offsets.retention.minutes", int, 10080, "Committed offsets expire after this."),
     Property("offsets.retention.check.interval.ms", int, 600000, "How often offsets expire."),

@@ -42,7 +42,7 @@ class Harness:
         self.events: list[Any] = []
         self.auto_durable = True
         self.held: list[tuple[Result, list[int]]] = []
-        self._offsets = itertools.count(len(log or []))
+        self._offsets = itertools.count(max((o for _, _, o in log or []), default=-1) + 1)
         self._rid = itertools.count(1)
         for k, v, o in log or []:
             self.shard.replay(k, v, o)

@@ -225,7 +225,7 @@ def test_producer_state_survives_reopen(tmp_path: Path, how: str) -> None:
     log = open_log(d, segment_bytes=600)
     log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=0), 0)
     log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=2), 0)
-    log.append(batch(2, producer_id=5, producer_epoch=0, base_sequence=0), 0)
+    log.append(batch(2, producer_id=5, producer_epoch=2, base_sequence=0), 0)
     if how == "crash":
         log.flush()
     else:
@@ -243,7 +243,7 @@ def test_producer_state_survives_reopen(tmp_path: Path, how: str) -> None:
     dup = log.append(batch(2, producer_id=4, producer_epoch=1, base_sequence=2), 0)
     assert dup.duplicate and dup.base_offset == 2
     with pytest.raises(InvalidProducerEpochError):
-        log.append(batch(1, producer_id=5, producer_epoch=-1 + 0, base_sequence=2), 0)
+        log.append(batch(1, producer_id=5, producer_epoch=1, base_sequence=2), 0)  # fenced
     assert (
         log.append(batch(1, producer_id=4, producer_epoch=1, base_sequence=4), 0).base_offset == 6
     )
@@ -369,3 +369,19 @@ def test_retention_cleaner_and_flush_threads_with_appends_and_reads(tmp_path: Pa
     assert leftovers == []
     logs = {p.stem for p in d.glob("*.log")}
     assert {p.stem for p in d.iterdir()} == logs  # no index without its segment
+
+
+def test_time_index_pointing_past_the_data_is_rebuilt(tmp_path: Path) -> None:
+    import struct
+
+    d = tmp_path / "t-0"
+    log = open_log(d, **SMALL)
+    fill(log, 100)
+    before = [list(s.time_ts) for s in log.segments]
+    log.close()
+    tidx = sorted(d.glob("*.timeindex"))[1]
+    with open(tidx, "ab") as fh:
+        fh.write(struct.pack(">qi", 10**12, 10**6))  # far-future entry, offset beyond the data
+    log = open_log(d, clean=True, **SMALL)
+    assert [list(s.time_ts) for s in log.segments] == before
+    assert log.max_timestamp() == (299, 1_101)

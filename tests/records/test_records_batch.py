@@ -4,14 +4,13 @@ validation errors, offsets rewrite, every compression codec."""
 from __future__ import annotations
 
 import struct
+import warnings
 
 import cramjam
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from crc32c import crc32c
-from kafka.record.default_records import DefaultRecordBatch as KpBatch
-from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 
 from muster.log.port import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from muster.records import compression
@@ -31,6 +30,11 @@ from muster.records.batch import (
     zigzag_decode,
     zigzag_encode,
 )
+
+with warnings.catch_warnings():  # kafka-python's schema loader warns on import
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.record.default_records import DefaultRecordBatch as KpBatch
+    from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 
 CODECS = [compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD]
 
@@ -129,9 +133,12 @@ def test_snappy_decodes_raw_xerial_and_framed() -> None:
     assert compression.decompress(compression.SNAPPY, framed) == data
 
 
-def test_lz4_uses_the_frame_format() -> None:
-    out = compression.compress(compression.LZ4, b"x" * 1000)
+def test_lz4_uses_the_frame_format_with_independent_blocks() -> None:
+    data = bytes(range(256)) * 1000  # several 64 KiB blocks
+    out = compression.compress(compression.LZ4, data)
     assert out[:4] == b"\x04\x22\x4d\x18"  # LZ4 frame magic
+    assert out[4] & 0x20  # FLG block independence: Kafka's Java reader needs it (KIP-57)
+    assert compression.decompress(compression.LZ4, out) == data
 
 
 def test_garbled_compressed_payload_is_corrupt() -> None:
@@ -243,3 +250,18 @@ def test_assign_offsets_over_several_batches() -> None:
     assert assign_offsets(buf, 40) == 45
     assert [r.offset for r in iter_records(buf)] == [40, 41, 42, 43, 44]
     assert all(crc_ok(buf, h) for h in validate_batches(buf))
+
+
+def test_record_decoder_only_raises_corrupt_on_garbage() -> None:
+    import random
+
+    rng = random.Random(7)
+    good = build_batch([Record(b"key", b"value" * 20, [("h", b"x")], 5)] * 4)
+    for _ in range(2_000):
+        buf = bytearray(good)
+        for _ in range(rng.randint(1, 6)):
+            buf[rng.randrange(HEADER_SIZE, len(buf))] = rng.randrange(256)
+        try:
+            decode_batch(bytes(buf))
+        except CorruptRecordError:
+            pass

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from muster.cli import consume, produce, serve, topics
+from muster.cli import consume, demo, produce, serve, topics
 
 app = typer.Typer(
     name="muster",
@@ -42,6 +42,7 @@ serve.register(app)
 app.add_typer(topics.app, name="topics")
 produce.register(app)
 consume.register(app)
+demo.register(app)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from muster.records.batch import (
     BatchHeader,
@@ -25,6 +26,10 @@ from muster.records.batch import (
     decode_records,
     read_header,
 )
+
+if TYPE_CHECKING:  # the segment log imports this module
+    from muster.log.segment import Segment
+    from muster.log.segment_log import SegmentLog
 
 
 @dataclass
@@ -92,12 +97,12 @@ def filter_batch(
     return rebuilt, removed
 
 
-def _segment_batches(seg) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
+def _segment_batches(seg: Segment) -> Iterator[bytes]:
     for h in seg.iter_headers(0):
         yield seg.read_range(h.position, h.end)
 
 
-def clean_segment_log(log, now_ms: int) -> CleanStats:  # type: ignore[no-untyped-def]
+def clean_segment_log(log: SegmentLog, now_ms: int) -> CleanStats:
     """Compacts a SegmentLog's closed segments; safe against concurrent appends
     (the active segment and segments rolled meanwhile are not touched)."""
     cfg = log.config
@@ -129,7 +134,9 @@ def clean_segment_log(log, now_ms: int) -> CleanStats:  # type: ignore[no-untype
     return stats
 
 
-def _clean_segment(log, seg, latest: dict[bytes, int], drop_tombstones: bool) -> CleanStats:  # type: ignore[no-untyped-def]
+def _clean_segment(
+    log: SegmentLog, seg: Segment, latest: dict[bytes, int], drop_tombstones: bool
+) -> CleanStats:
     out: list[bytes] = []
     removed = 0
     for raw in _segment_batches(seg):

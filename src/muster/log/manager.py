@@ -230,6 +230,10 @@ class LogManager:
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
 
+    def topic(self, name: str) -> TopicInfo | None:
+        """One topic's info without copying the whole table (hot paths)."""
+        return self._topics.get(name)
+
     def topic_config(self, name: str) -> LogConfig:
         info = self._topics.get(name)
         return self._log_config(info.configs if info else {})

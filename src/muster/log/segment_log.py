@@ -107,6 +107,12 @@ class SegmentLog:
                 self._delete_files(bases[i + 1 :])
                 break
             end, _ = seg.recover(start, check_crc=True)
+            if seg.time_offsets and seg.time_offsets[-1] >= seg.next_offset:
+                # a time index newer than the data it indexes: rebuild it
+                seg.reset_indexes()
+                seg.drop_index_files()
+                start = 0
+                end, _ = seg.recover(0, check_crc=True)
             if start == 0:
                 seg.idx_written = seg.time_written = 0  # rebuilt: rewrite the files
                 if end == seg.size:
@@ -127,7 +133,8 @@ class SegmentLog:
             seg.flushed_size = seg.size
         if not clean_shutdown:  # what survived a crash may sit only in the page cache
             for seg in segments[-2:]:
-                os.fsync(seg.fd)
+                if seg.size:
+                    os.fsync(seg.fd)
         self._set_view(segments)
         self._end = max(segments[-1].next_offset, segments[-1].base_offset)
         self._flushed = self._end

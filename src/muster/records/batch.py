@@ -296,8 +296,8 @@ def decode_records(header: BatchHeader, payload: bytes) -> list[Record]:
             records.append(
                 Record(key, value, headers, timestamp, base_offset + off_delta, attributes)
             )
-    except IndexError as exc:
-        raise CorruptRecordError("truncated record") from exc
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"garbled record: {exc}") from exc
     return records
 
 

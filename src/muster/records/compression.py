@@ -7,6 +7,7 @@ Snappy: Kafka's Java client writes xerial-framed snappy (a 16-byte header then
 [int32 length][raw snappy block]...); librdkafka writes raw snappy and reads
 both. We decode raw, xerial and the official snappy framing format, and encode
 xerial (readable by Java, librdkafka, sarama, kafka-python and aiokafka).
+LZ4 uses the frame format with independent blocks, as Kafka requires (KIP-57).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
         if codec == SNAPPY:
             return _xerial_compress(data)
         if codec == LZ4:
-            return bytes(cramjam.lz4.compress(data))
+            return _lz4_compress(data)
         if codec == ZSTD:
             return bytes(cramjam.zstd.compress(data, level=3))
     except cramjam.CompressionError as exc:  # pragma: no cover - defensive
@@ -66,6 +67,14 @@ def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     except (cramjam.DecompressionError, struct.error, ValueError) as exc:
         raise CompressionError(f"{CODEC_NAMES.get(codec, codec)}: {exc}") from exc
     raise CompressionError(f"unknown compression codec {codec}")
+
+
+def _lz4_compress(data: bytes | bytearray | memoryview) -> bytes:
+    # Kafka's Java reader (Lz4BlockInputStream) decompresses each block on its
+    # own: blocks must be independent (KIP-57); level 9 is Kafka's default.
+    compressor = cramjam.lz4.Compressor(level=9, content_checksum=False, block_linked=False)
+    compressor.compress(data if isinstance(data, bytes) else bytes(data))
+    return bytes(compressor.finish())
 
 
 def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:

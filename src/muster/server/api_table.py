@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from muster.server.handlers import configs as c
 from muster.server.handlers import groups as g
 from muster.server.handlers.api_versions import handle_api_versions
 from muster.server.handlers.fetch import handle_fetch
@@ -57,6 +58,9 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(16, "ListGroups", 0, 5, g.handle_list_groups),
     ApiEntry(42, "DeleteGroups", 0, 2, g.handle_delete_groups, serial=True),
     ApiEntry(47, "OffsetDelete", 0, 0, g.handle_offset_delete, serial=True),
+    ApiEntry(32, "DescribeConfigs", 1, 4, c.handle_describe_configs),
+    ApiEntry(33, "AlterConfigs", 0, 2, c.handle_alter_configs, serial=True),
+    ApiEntry(44, "IncrementalAlterConfigs", 0, 1, c.handle_incremental_alter_configs, serial=True),
 )
 
 

@@ -16,6 +16,7 @@ from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.handlers.common import now_ms
+from muster.server.metrics import BrokerMetrics
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 
 log = logging.getLogger("muster.broker")
@@ -51,9 +52,13 @@ class Broker:
             producer_ids=ProducerIdAllocator(data_dir / "producer-ids.json"),
         )
         self.state.extras["api_table"] = self.table
+        self.metrics = BrokerMetrics()
+        self.state.extras["metrics"] = self.metrics
         durability.start()
         self.coordinator = await start_coordinator(self.state)
         self.state.extras["coordinator"] = self.coordinator
+        self.metrics.coordinator = self.coordinator
+        self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
         host, port = self.config.listen
         self._server = await asyncio.start_server(self._accept, host, port, limit=1 << 20)
         self.port = self._server.sockets[0].getsockname()[1]

@@ -72,8 +72,14 @@ class Connection:
 
     async def _read_requests(self) -> None:
         limit = int(self.state.config["socket.request.max.bytes"])
+        idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
         while True:
-            prefix = await self.reader.readexactly(4)
+            try:
+                prefix = await asyncio.wait_for(self.reader.readexactly(4), idle_s)
+            except TimeoutError:
+                if any(not t.done() for t in self._inflight):
+                    continue  # a long poll or a join is still being answered
+                raise ProtocolViolation(f"idle for {idle_s:.0f}s") from None
             (size,) = _LENGTH.unpack(prefix)
             if size < 8 or size > limit:
                 raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")

@@ -151,7 +151,7 @@ class OffsetManager:
                         del group.pending_offsets[tp]
                 if error != E.NONE:
                     results[tp] = E.append_error_to_client(error)
-                elif committed.record_seq < group.cleared_seq.get(tp, -1):
+                elif committed.record_seq < group.cleared(tp):
                     # a deletion was appended after our record: it wins, unless
                     # its own append fails (then this value comes back)
                     old = group.suppressed.get(tp)
@@ -216,36 +216,39 @@ class OffsetManager:
         removal shows at once; should the tombstones' append fail, it is undone."""
         seq = self.next_seq
         self.next_seq += 1
-        undo: dict[TP, tuple[CommittedOffset | None, int | None]] = {}
+        undo: dict[TP, CommittedOffset | None] = {}
         for tp in tps:
             removed = group.offsets.pop(tp, None)
             if removed is None and tp not in group.pending_offsets:
                 continue
             fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
-            undo[tp] = (removed, group.cleared_seq.get(tp))
-            group.cleared_seq[tp] = seq
+            undo[tp] = removed
+            group.clears.setdefault(tp, set()).add(seq)
         if not undo:
             return 0
 
         def durable(error: int, fx2: Effects) -> None:
-            for tp, (removed, previous_clear) in undo.items():
+            for tp, removed in undo.items():
+                clears = group.clears.get(tp, set())
                 suppressed = group.suppressed.get(tp)
                 if error == E.NONE:
+                    # our tombstone is in the log: older deletions and values are moot
+                    group.clears[tp] = {x for x in clears if x >= seq}
                     if suppressed is not None and suppressed.record_seq < seq:
                         del group.suppressed[tp]
                     continue
-                if group.cleared_seq.get(tp) == seq:
-                    if previous_clear is None:
-                        del group.cleared_seq[tp]
-                    else:
-                        group.cleared_seq[tp] = previous_clear
+                clears.discard(seq)
+                if not clears:
+                    group.clears.pop(tp, None)
                 candidates = [c for c in (removed, suppressed, group.offsets.get(tp)) if c]
-                if candidates:
-                    best = max(candidates, key=lambda c: c.record_seq)
-                    if best.record_seq > group.cleared_seq.get(tp, -1):
-                        group.offsets[tp] = best
-                        if best is suppressed:
-                            del group.suppressed[tp]
+                if not candidates:
+                    continue
+                best = max(candidates, key=lambda c: c.record_seq)
+                if best.record_seq > group.cleared(tp):
+                    group.offsets[tp] = best
+                    group.suppressed.pop(tp, None)
+                else:  # another deletion still in flight covers it
+                    group.suppressed[tp] = best
 
         fx.after_durable(durable)
         return len(undo)
@@ -269,7 +272,13 @@ class OffsetManager:
                 self.store.groups[group.group_id] = group
                 return
             for tp, c in group.offsets.items():
-                if tp not in current.offsets and tp not in current.cleared_seq:
+                if c.record_seq < current.cleared(tp):
+                    held = current.suppressed.get(tp)
+                    if held is None or held.record_seq < c.record_seq:
+                        current.suppressed[tp] = c
+                    continue
+                mine = current.offsets.get(tp)
+                if mine is None or mine.record_seq < c.record_seq:
                     current.offsets[tp] = c
             if current.persisted is None and group.persisted is not None:
                 # a new incarnation without a record of its own continues the old one

@@ -44,7 +44,11 @@ def make_event_publisher(state: BrokerState) -> Any:
     plog = state.logs.get(EVENTS_TOPIC, 0)
     assert plog is not None
 
+    metrics = state.extras.get("metrics")
+
     def publish(events: list[Any]) -> None:
+        if metrics is not None:
+            metrics.observe_events(events)
         records = [(e.group_id.encode(), e.to_json()) for e in events]
         now = wall_ms()
         plog.append(build_batch(records, timestamp_ms=now), now)

@@ -17,7 +17,7 @@ def now_ms() -> int:
 def resolve_topic(state: BrokerState, name: str, auto_create: bool) -> ErrorCode:
     """NONE if the topic exists (auto-creating it when allowed), else the error to send."""
     logs: LogManager = state.logs
-    if name in logs.topics():
+    if logs.topic(name) is not None:
         return ErrorCode.none
     if not valid_topic_name(name):
         return ErrorCode.invalid_topic_exception

@@ -190,6 +190,11 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
         retention_time_ms=-1 if retention is None else _ms(retention),
     )
     resp = await _call(ctx, req.group_id, core)
+    metrics = ctx.state.extras.get("metrics")
+    if metrics is not None and resp is not None:
+        metrics.offset_commits.inc(
+            sum(1 for t in resp.topics for p in t.partitions if p.error_code == 0)
+        )
     if resp is None:
         resp = rs.OffsetCommitResponse(
             topics=tuple(

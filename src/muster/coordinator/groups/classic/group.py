@@ -97,12 +97,13 @@ class ClassicGroup:
     # offsets
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     pending_offsets: dict[tuple[str, int], set[int]] = field(default_factory=dict)
-    # record position of the last tombstone per partition, and commits made
-    # durable before it (they return if the tombstone's append fails)
-    cleared_seq: dict[tuple[str, int], int] = field(default_factory=dict)
+    # record positions of tombstones per partition not known to have failed,
+    # and commits made durable before them (they return if those appends fail)
+    clears: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     suppressed: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     # the last group record made durable (None: no record / tombstoned)
     persisted: GroupMetadataValue | None = None
+    storing_generation: int | None = None  # SyncGroup's store in flight
     store_seq: int = 0  # group records appended so far (orders their completions)
     persisted_seq: int = 0
 
@@ -267,6 +268,10 @@ class ClassicGroup:
             current_state_timestamp=-1 if self.state_timestamp is None else self.state_timestamp,
             members=members,
         )
+
+    def cleared(self, tp: tuple[str, int]) -> int:
+        """Position of the newest tombstone for tp that has not failed (-1: none)."""
+        return max(self.clears.get(tp, ()), default=-1)
 
     def has_offsets(self) -> bool:
         return bool(self.offsets) or bool(self.pending_offsets)

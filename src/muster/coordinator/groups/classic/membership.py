@@ -56,11 +56,15 @@ def handle_sync_group(env: GroupStore, fx: Effects, rid: int, req: SyncGroup) ->
     remove_pending_sync_member(group, member.member_id, fx)
     if not group.is_leader(member.member_id):
         return
+    if group.storing_generation == group.generation:
+        return  # the leader retried: one store per generation, its answer covers both
     given = dict(req.assignments)
     assignment = {mid: given.get(mid, b"") for mid in group.members}
     generation = group.generation
 
     def stored(error: int, fx2: Effects) -> None:
+        if group.storing_generation == generation:
+            group.storing_generation = None
         if env.get(group.group_id) is not group:
             return
         if not (group.is_(S.COMPLETING_REBALANCE) and group.generation == generation):
@@ -84,6 +88,7 @@ def handle_sync_group(env: GroupStore, fx: Effects, rid: int, req: SyncGroup) ->
         group.transition_to(S.STABLE, ev.SYNC_COMPLETED, fx2)
         rebalance_completed(group, fx2)
 
+    group.storing_generation = generation
     store_group(group, fx, assignment, stored)
 
 

@@ -1,0 +1,35 @@
+"""`muster demo`: the broker on its embedded defaults, shown working with real clients."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    def demo(
+        data_dir: Annotated[Path, typer.Option("--data-dir", help="Broker data directory.")] = Path(
+            "muster-data"
+        ),
+        listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to serve on.")] = (
+            "127.0.0.1:9092"
+        ),
+        keep_serving: Annotated[
+            bool,
+            typer.Option("--keep-serving/--exit", help="Keep the broker up after the demo."),
+        ] = os.environ.get("CI") is None,
+    ) -> None:
+        """Start the broker, produce, form a consumer group, churn it, explain the rebalances."""
+        from muster import demo as demo_module
+        from muster.config import load_config
+
+        config = load_config(
+            None,
+            [],
+            **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
+        )
+        demo_module.run(config, keep_serving)

@@ -1,0 +1,163 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.config import BY_NAME, PROPERTIES
+from muster.log.config import TOPIC_CONFIGS
+from muster.server.handlers.topics_admin import check_topic_configs
+from muster.server.state import RequestContext
+
+TOPIC, BROKER = 2, 4
+# Kafka's ConfigSource
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# Kafka's ConfigType
+_TYPES = {bool: 1, str: 2, int: 5, float: 6}
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _entry(name: str, value: Any, source: int, kind: type, read_only: bool) -> dict[str, Any]:
+    text = None if value is None else (str(value).lower() if kind is bool else str(value))
+    return {
+        "name": name,
+        "value": text,
+        "read_only": read_only,
+        "config_source": source,
+        "is_default": source == DEFAULT_CONFIG,
+        "is_sensitive": False,
+        "synonyms": [],
+        "config_type": _TYPES.get(kind, 2),
+        "documentation": None,
+    }
+
+
+def _topic_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    info = ctx.state.logs.topic(name)
+    assert info is not None
+    out = []
+    for topic_name, (broker_name, kind) in TOPIC_CONFIGS.items():
+        if topic_name in info.configs:
+            out.append(
+                _entry(topic_name, info.configs[topic_name], DYNAMIC_TOPIC_CONFIG, kind, False)
+            )
+        else:
+            prop = BY_NAME.get(broker_name)
+            value = ctx.state.config[broker_name] if prop else "CreateTime"
+            source = (
+                DEFAULT_CONFIG if prop is None or value == prop.default else (STATIC_BROKER_CONFIG)
+            )
+            out.append(_entry(topic_name, value, source, kind, False))
+    for extra, value in info.configs.items():
+        if extra not in TOPIC_CONFIGS:
+            out.append(_entry(extra, value, DYNAMIC_TOPIC_CONFIG, str, False))
+    return out
+
+
+def _broker_configs(ctx: RequestContext) -> list[dict[str, Any]]:
+    cfg = ctx.state.config
+    return [
+        _entry(
+            p.name,
+            cfg[p.name],
+            DEFAULT_CONFIG if cfg[p.name] == p.default else STATIC_BROKER_CONFIG,
+            p.kind,
+            True,
+        )
+        for p in PROPERTIES
+    ]
+
+
+async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    results = []
+    for res in req.resources:
+        result: dict[str, Any] = {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "resource_type": res.resource_type,
+            "resource_name": res.resource_name,
+            "configs": [],
+        }
+        if res.resource_type == TOPIC:
+            if ctx.state.logs.topic(res.resource_name) is None:
+                result["error_code"] = ErrorCode.unknown_topic_or_partition
+                results.append(result)
+                continue
+            configs = _topic_configs(ctx, res.resource_name)
+        elif res.resource_type == BROKER:
+            configs = _broker_configs(ctx)
+        else:
+            result["error_code"] = ErrorCode.invalid_request
+            result["error_message"] = f"resource type {res.resource_type} is not supported"
+            results.append(result)
+            continue
+        keys = res.configuration_keys
+        if keys:
+            configs = [c for c in configs if c["name"] in set(keys)]
+        result["configs"] = configs
+        results.append(result)
+    return {"throttle_time": 0, "results": results}
+
+
+def _alter(
+    ctx: RequestContext, res: Any, new: dict[str, str], validate_only: bool
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resource_type": res.resource_type,
+        "resource_name": res.resource_name,
+    }
+    if res.resource_type != TOPIC:
+        out.update(
+            error_code=ErrorCode.invalid_request,
+            error_message="only topic configs can be altered on this broker",
+        )
+        return out
+    if ctx.state.logs.topic(res.resource_name) is None:
+        out["error_code"] = ErrorCode.unknown_topic_or_partition
+        return out
+    problem = check_topic_configs(ctx.state.config, new)
+    if problem is not None:
+        out.update(error_code=ErrorCode.invalid_config, error_message=problem)
+        return out
+    if not validate_only:
+        ctx.state.logs.set_topic_configs(res.resource_name, new)
+    return out
+
+
+async def handle_alter_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    responses = [
+        _alter(
+            ctx,
+            res,
+            {c.name: c.value for c in res.configs if c.value is not None},
+            req.validate_only,
+        )
+        for res in req.resources
+    ]
+    return {"throttle_time": 0, "responses": responses}
+
+
+async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    responses = []
+    for res in req.resources:
+        info = ctx.state.logs.topic(res.resource_name) if res.resource_type == TOPIC else None
+        current = dict(info.configs) if info is not None else {}
+        for c in res.configs:
+            if c.config_operation == DELETE:
+                current.pop(c.name, None)
+            elif c.config_operation == SET and c.value is not None:
+                current[c.name] = c.value
+            elif c.config_operation in (APPEND, SUBTRACT):
+                items = [x for x in current.get(c.name, "").split(",") if x]
+                for v in (c.value or "").split(","):
+                    if c.config_operation == APPEND and v not in items:
+                        items.append(v)
+                    elif c.config_operation == SUBTRACT and v in items:
+                        items.remove(v)
+                current[c.name] = ",".join(items)
+        responses.append(_alter(ctx, res, current, req.validate_only))
+    return {"throttle_time": 0, "responses": responses}

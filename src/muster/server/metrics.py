@@ -1,0 +1,98 @@
+"""Prometheus metrics: group counts by state, rebalances, commits, load time.
+
+Each broker has its own registry (tests run several brokers in one process);
+group-state gauges are computed at scrape time from the shards, so they can
+never drift from the coordinator's real state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter as Tally
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+
+
+class _GroupStateCollector(Collector):
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        coordinator = self._metrics.coordinator
+        groups = GaugeMetricFamily("muster_groups", "Consumer groups by state", labels=["state"])
+        load = GaugeMetricFamily(
+            "muster_coordinator_load_seconds", "Time to replay __consumer_offsets at start"
+        )
+        counts: Tally[str] = Tally()
+        if coordinator is not None:
+            for runtime in coordinator.shards:
+                for group in runtime.shard.groups():
+                    counts[_state_name(group)] += 1
+            if coordinator.load_ms is not None:
+                load.add_metric([], coordinator.load_ms / 1000)
+        for state in STATES:
+            groups.add_metric([state], counts.get(state, 0))
+        yield groups
+        yield load
+
+
+def _state_name(group: Any) -> str:
+    state = getattr(group, "state", "")
+    return str(getattr(state, "value", state))
+
+
+class BrokerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.coordinator: Any = None
+        self.rebalances = Counter(
+            "muster_rebalances",
+            "Rebalances started, by cause",
+            ["cause"],
+            registry=self.registry,
+        )
+        self.rebalance_seconds = Histogram(
+            "muster_rebalance_duration_seconds",
+            "From the first cause to Stable",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+            registry=self.registry,
+        )
+        self.group_store_failures = Counter(
+            "muster_group_store_failures",
+            "SyncGroup assignments that could not be stored",
+            registry=self.registry,
+        )
+        self.offset_commits = Counter(
+            "muster_offset_commits",
+            "Partitions committed by OffsetCommit",
+            registry=self.registry,
+        )
+        self.registry.register(_GroupStateCollector(self))
+
+    def observe_events(self, events: Iterable[Any]) -> None:
+        for event in events:
+            kind = type(event).__name__
+            if kind == "RebalanceStarted":
+                self.rebalances.labels(event.cause).inc()
+            elif kind == "RebalanceCompleted":
+                self.rebalance_seconds.observe(max(0, event.duration_ms) / 1000)
+            elif kind == "GroupStoreFailed":
+                self.group_store_failures.inc()
+
+    def serve(self, listen: str) -> int | None:
+        """Starts the /metrics endpoint; returns its port (None when disabled)."""
+        if not listen:
+            return None
+        host, _, port = listen.rpartition(":")
+        server, _thread = start_http_server(int(port), host or "127.0.0.1", self.registry)
+        bound = int(server.server_address[1])
+        log.info("metrics on http://%s:%d/metrics", host or "127.0.0.1", bound)
+        return bound
