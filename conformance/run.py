@@ -175,8 +175,18 @@ def parse_output(text: str, res: Result) -> None:
         if not res.failure:
             m = FAILED_AT.match(ln.strip())
             if m:
-                nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-                res.failure = f'"{m.group(1)}" at {m.group(2)}: {nxt}'
+                name, where = m.group(1), m.group(2)
+                where = re.sub(r" at \w{3} \w{3} +\d+ [\d:]+ \d{4}:?$", "", where)
+                msg = []
+                for nxt in lines[i + 1 : i + 4]:
+                    nxt = nxt.strip()
+                    if not nxt or nxt.startswith(("[", "###", "%")):
+                        break
+                    msg.append(nxt)
+                res.failure = f"{name} at {where}: {' | '.join(msg)}"
+                entry = name.split(" (", 1)[0]
+                if re.match(r"^\d{4}_", entry):
+                    res.entries.setdefault(entry, "FAILED")
 
 
 def classify(res: Result, timed_out: bool) -> None:
@@ -298,14 +308,16 @@ def run_one(
 
 def print_table(results: list[Result]) -> None:
     t = Table(title="librdkafka 2.0.2 integration tests", title_justify="left")
-    t.add_column("test")
+    t.add_column("test", max_width=36, overflow="fold")
     t.add_column("result")
     t.add_column("time", justify="right")
     t.add_column("rc", justify="right")
     t.add_column("first failure / note", overflow="fold")
     colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
     for r in results:
-        names = ", ".join(f"{n}={s}" if s != "PASSED" else n for n, s in r.entries.items())
+        names = ", ".join(
+            n if s in ("PASSED", "FAILED") else f"{n} ({s.lower()})" for n, s in r.entries.items()
+        )
         detail = r.failure or r.note
         if r.failure and r.note:
             detail = f"{r.note}: {r.failure}"

@@ -56,6 +56,7 @@ PROPERTIES: tuple[Property, ...] = (
         "",
         "HOST:PORT for the Prometheus /metrics endpoint (empty: off).",
     ),
+    Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
     Property("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
     Property("offsets.topic.num.partitions", int, 50, "Partitions of __consumer_offsets."),
     Property("offsets.retention.minutes", int, 10080, "Committed offsets expire after this."),

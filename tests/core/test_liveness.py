@@ -109,7 +109,7 @@ def test_leave_answers_parked_join_of_leaving_member(h) -> None:
     a, b = h.form(2)
     ra = h.join(a, client="c0")
     h.reply(h.leave(a))
-    assert h.reply(ra) == JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=a)
+    assert h.reply(ra) == JoinGroupResponse(E.UNKNOWN_MEMBER_ID)
     rb = h.join(b, client="c1")
     assert h.reply(rb).leader == b
 
@@ -119,3 +119,25 @@ def test_pending_member_can_leave(h) -> None:
     mid = h.reply(rid).member_id
     assert h.reply(h.leave(mid)).members[0].error_code == E.NONE
     assert h.shard.group("g").pending_members == set()
+
+
+def test_member_waiting_in_join_is_not_expired_by_its_session(h) -> None:
+    a, b = h.form(2)
+    ra = h.join(a, client="c0")  # a waits in PreparingRebalance for b (30 s rebalance timeout)
+    for _ in range(3):
+        h.advance(9000)
+        h.reply(h.heartbeat(b, 2))
+    assert a in h.shard.group("g").members  # 27 s: a's 10 s session passed, it stays
+    rb = h.join(b, client="c1")
+    assert h.reply(ra).generation_id == 3 and h.reply(rb).generation_id == 3
+
+
+def test_stale_or_early_timer_calls_are_harmless(h) -> None:
+    _a, b = h.form(2)
+    key = heartbeat_key("g", b)
+    deadline = h.timers[key]
+    early = h.shard.on_timer(key, deadline - 1)
+    assert early.records == [] and early.replies == []
+    assert [(t.key, t.deadline_ms) for t in early.timers] == [(key, deadline)]
+    assert h.shard.on_timer("heartbeat-g-nobody", h.now).empty
+    assert b in h.shard.group("g").members

@@ -247,3 +247,18 @@ def test_commit_racing_delete_is_not_resurrected_by_replay(h) -> None:
     h.reply(rid)
     # the log: commit(1), delete tombstones, then commit(2) lands after them
     assert h.shard.group("g") is None or not h.shard.group("g").offsets
+
+
+def test_admin_commit_with_member_id_to_empty_group(h) -> None:
+    (a,) = h.form(1)
+    h.reply(h.leave(a))
+    rid = h.commit({("t", 0): 9}, member_id="admin-tool")
+    assert errors_of(h.reply(rid)) == {("t", 0): 0}
+
+
+def test_deleted_partitions_drop_offsets(h) -> None:
+    h.reply(h.commit({("t", 0): 1, ("u", 0): 2}))
+    h.apply(h.shard.delete_partitions([("t", 0)], h.now))
+    assert [t.name for t in h.fetch().topics] == ["u"]
+    h.apply(h.shard.delete_partitions([("u", 0)], h.now))
+    assert h.shard.group("g") is None

@@ -4,9 +4,8 @@ replays to the live durable state."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import random
+from typing import Any
 
 import pytest
 
@@ -21,8 +20,23 @@ SLOTS = 4
 def random_actions(rnd: random.Random, n: int) -> list[tuple[str, int, bool]]:
     out = []
     for _ in range(n):
-        kind = rnd.choice(["join", "join", "sync", "sync", "heartbeat", "leave", "commit",
-                           "advance", "advance", "hold", "flush", "admin", "restart"])
+        kind = rnd.choice(
+            [
+                "join",
+                "join",
+                "sync",
+                "sync",
+                "heartbeat",
+                "leave",
+                "commit",
+                "advance",
+                "advance",
+                "hold",
+                "flush",
+                "admin",
+                "restart",
+            ]
+        )
         if kind == "advance":
             arg = rnd.choice([0, 500, 3000, 9000, 10000, 31000])
         elif kind == "flush":
@@ -47,8 +61,11 @@ class Client:
 
 
 def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
-    h = Harness(group_initial_rebalance_delay_ms=delay, offsets_retention_ms=60000,
-                offsets_retention_check_interval_ms=20000)
+    h = Harness(
+        group_initial_rebalance_delay_ms=delay,
+        offsets_retention_ms=60000,
+        offsets_retention_check_interval_ms=20000,
+    )
     clients = [Client(i) for i in range(SLOTS)]
     owner: dict[int, Client] = {}
     sent: set[int] = set()
@@ -74,15 +91,31 @@ def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
                 elif resp.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
                     c.member_id, c.generation = "", -1
             elif isinstance(resp, SyncGroupResponse) and resp.error_code in (
-                    E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
+                E.UNKNOWN_MEMBER_ID,
+                E.FENCED_INSTANCE_ID,
+            ):
                 c.member_id, c.generation = "", -1
 
     for kind, arg, flag in actions:
         if kind == "join":
             c = clients[arg]
-            send(c, rq.JoinGroup("g", c.member_id, 10000, 30000, "consumer",
-                                 (("range", sub(*c.topics)),), c.instance, f"c{arg}",
-                                 "/h", flag and c.instance is None, None, flag))
+            send(
+                c,
+                rq.JoinGroup(
+                    "g",
+                    c.member_id,
+                    10000,
+                    30000,
+                    "consumer",
+                    (("range", sub(*c.topics)),),
+                    c.instance,
+                    f"c{arg}",
+                    "/h",
+                    flag and c.instance is None,
+                    None,
+                    flag,
+                ),
+            )
         elif kind == "sync":
             c = clients[arg]
             g = h.shard.group("g")
@@ -94,14 +127,33 @@ def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
             send(c, rq.Heartbeat("g", c.generation, c.member_id, c.instance))
         elif kind == "leave":
             c = clients[arg]
-            send(c, rq.LeaveGroup("g", (rq.LeavingMember(
-                "" if flag and c.instance else c.member_id, c.instance, "bye"),)))
+            send(
+                c,
+                rq.LeaveGroup(
+                    "g",
+                    (
+                        rq.LeavingMember(
+                            "" if flag and c.instance else c.member_id, c.instance, "bye"
+                        ),
+                    ),
+                ),
+            )
         elif kind == "commit":
             c = clients[arg]
             gen, mid = (c.generation, c.member_id) if flag else (-1, "")
-            send(c, rq.OffsetCommit("g", (rq.CommitTopic("t", (rq.CommitPartition(0, arg),)),
-                                          rq.CommitTopic("u", (rq.CommitPartition(1, arg),))),
-                                    gen, mid, c.instance if flag else None))
+            send(
+                c,
+                rq.OffsetCommit(
+                    "g",
+                    (
+                        rq.CommitTopic("t", (rq.CommitPartition(0, arg),)),
+                        rq.CommitTopic("u", (rq.CommitPartition(1, arg),)),
+                    ),
+                    gen,
+                    mid,
+                    c.instance if flag else None,
+                ),
+            )
         elif kind == "advance":
             h.advance(arg)
         elif kind == "hold":
@@ -109,9 +161,11 @@ def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
         elif kind == "flush":
             h.flush(arg)
         elif kind == "admin":
-            req = [rq.DeleteGroups(("g",)),
-                   rq.OffsetDelete("g", (rq.OffsetDeleteTopic("u", (1,)),)),
-                   rq.DescribeGroups(("g",))][arg]
+            req = [
+                rq.DeleteGroups(("g",)),
+                rq.OffsetDelete("g", (rq.OffsetDeleteTopic("u", (1,)),)),
+                rq.DescribeGroups(("g",)),
+            ][arg]
             send(None, req)
             send(None, rq.OffsetFetch((rq.FetchGroup("g"),), flag))
             send(None, rq.ListGroups())
@@ -121,8 +175,13 @@ def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
             drain()
             unanswered = sent - seen
             h.check_replay()
-            h = Harness(now=h.now, log=h.log, group_initial_rebalance_delay_ms=delay,
-                        offsets_retention_ms=60000, offsets_retention_check_interval_ms=20000)
+            h = Harness(
+                now=h.now,
+                log=h.log,
+                group_initial_rebalance_delay_ms=delay,
+                offsets_retention_ms=60000,
+                offsets_retention_check_interval_ms=20000,
+            )
             # requests parked in the old incarnation died with it (clients time out)
             sent -= unanswered
             owner.clear()
@@ -136,8 +195,12 @@ def run(actions: list[tuple[str, int, bool]], delay: int) -> None:
     assert sent == seen
     h.check_replay()
     g = h.shard.group("g")
-    assert g is None or g.state.value == "Empty" or not g.members or all(
-        m.is_static for m in g.members.values())
+    assert (
+        g is None
+        or g.state.value == "Empty"
+        or not g.members
+        or all(m.is_static for m in g.members.values())
+    )
 
 
 @pytest.mark.parametrize("seed", range(400))

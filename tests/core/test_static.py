@@ -136,3 +136,12 @@ def test_static_members_not_removed_when_they_do_not_rejoin(h) -> None:
     resp = h.reply(ra)
     assert {m.member_id for m in resp.members} == {a, b}
     assert b in h.shard.group("g").members
+
+
+def test_unknown_instance_id_is_unknown_member(h) -> None:
+    _a, b = _static_group(h)
+    assert h.reply(h.heartbeat(b, 2, instance="i-zz")).error_code == E.UNKNOWN_MEMBER_ID
+    assert h.reply(h.sync(b, 2, instance="i-zz")).error_code == E.UNKNOWN_MEMBER_ID
+    rid = h.leave((b, "i-zz", None))
+    assert h.reply(rid).members[0].error_code == E.UNKNOWN_MEMBER_ID
+    assert b in h.shard.group("g").members

@@ -60,7 +60,7 @@ class MusterProcess:
         return cmd
 
     def start(self) -> MusterProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.proc)
         return self

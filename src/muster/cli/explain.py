@@ -193,8 +193,14 @@ def _member(member_id: str | None) -> str:
     return f"member {member_id}" if member_id else "a member"
 
 
+# What the coordinator records (as Kafka does) when LeaveGroup carried no reason
+NO_REASON = "not provided"
+
+
 def _reason(reason: str | None) -> str:
-    return f', giving the reason "{reason}"' if reason else " without giving a reason"
+    if not reason or reason == NO_REASON:
+        return " without giving a reason"
+    return f', giving the reason "{reason}"'
 
 
 CAUSE_WORDS = {
@@ -342,9 +348,11 @@ def render(rebalance: Rebalance) -> list[str]:
     lines = [headline(rebalance)]
     first = rebalance.starts[0] if rebalance.starts else None
     if first is not None:
+        # member_count is taken after the join/leave that caused the rebalance
         lines.append(
             f"The group was {_state_words(first.get('from_state'))} at generation "
-            f"{first.get('generation')} with {plural(int(first.get('member_count', 0)), 'member')}."
+            f"{first.get('generation')}; "
+            f"{plural(int(first.get('member_count', 0)), 'member')} after this change."
         )
     for later in rebalance.starts[1:]:
         lines.append(

@@ -481,7 +481,11 @@ def _kafka_python_error(exc: BaseException, context: str) -> KafkaCliError:
     if isinstance(name, str) and name.isupper():
         detail = getattr(exc, "description", "") or str(exc)
         return KafkaCliError(name, f"{context}: {detail}" if context else detail)
-    return KafkaCliError.wrap(exc, context)
+    detail = str(exc)
+    prefix = f"{type(exc).__name__}: "
+    if detail.startswith(prefix):
+        detail = detail[len(prefix) :]
+    return KafkaCliError(type(exc).__name__, f"{context}: {detail}" if context else detail)
 
 
 class GroupAdmin(Admin):
@@ -666,7 +670,6 @@ class GroupAdmin(Admin):
                 bootstrap_servers=self._bootstrap,
                 client_id="muster-cli",
                 request_timeout_ms=ms,
-                api_version_auto_timeout_ms=ms,
             )
         except Exception as exc:
             raise _kafka_python_error(exc, context) from exc
@@ -715,6 +718,7 @@ def read_partition(
                 continue
             records.append(record)
             position = record.offset + 1
+            deadline = time.monotonic() + timeout  # the timeout is for a stall, not the whole read
         return records
     finally:
         consumer.close()

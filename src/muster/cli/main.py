@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from muster.cli import consume, demo, produce, serve, topics
+from muster.cli import consume, demo, groups, produce, serve, topics
 
 app = typer.Typer(
     name="muster",
@@ -40,6 +40,7 @@ def main(
 
 serve.register(app)
 app.add_typer(topics.app, name="topics")
+app.add_typer(groups.app, name="groups")
 produce.register(app)
 consume.register(app)
 demo.register(app)

@@ -34,12 +34,7 @@ UNKNOWN_SERVER_ERROR = -1
 def append_error_to_client(error: int) -> int:
     """What a client sees when appending to `__consumer_offsets` failed
     (Kafka's GroupMetadataManager mapping for commits and group stores)."""
-    if error in (
-        UNKNOWN_TOPIC_OR_PARTITION,
-        NOT_ENOUGH_REPLICAS,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        REQUEST_TIMED_OUT,
-    ):
+    if error in (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND):
         return COORDINATOR_NOT_AVAILABLE
     if error in (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR):
         return NOT_COORDINATOR

@@ -45,6 +45,8 @@ from muster.records.offsets_topic import (
     decode_offset_commit_value,
 )
 
+_KEY_CACHE_SIZE = 200_000
+
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (rq.OffsetCommit, rq.OffsetFetch, rq.DescribeGroups, rq.DeleteGroups)
 
@@ -66,6 +68,8 @@ class CoordinatorShard:
         self._timers: dict[str, tuple[TimerKey, int]] = {}
         self._continuations: dict[int, list[Continuation]] = {}
         self._next_token = 0
+        # a compacted partition repeats few distinct keys: decode each once per load
+        self._key_cache: dict[bytes, Any] = {}
 
     # ---- the runtime's API -------------------------------------------------
 
@@ -109,19 +113,37 @@ class CoordinatorShard:
             continuation(error_code, fx)
         return self._result(fx)
 
+    def delete_partitions(self, partitions: list[tuple[str, int]], now_ms: int) -> Result:
+        """Topics or partitions were deleted: drop every group's offsets for them
+        (Kafka's handleDeletedPartitions); Empty groups left without offsets go."""
+        fx = Effects(now_ms)
+        for group in self.store:
+            gone = [tp for tp in partitions if tp in group.offsets or tp in group.pending_offsets]
+            if gone:
+                self.offsets.remove_offsets(group, gone, fx)
+                self.offsets.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
+        return self._result(fx)
+
     def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
         """Apply one `__consumer_offsets` record in log order (load path)."""
-        k = decode_key(key)
-        self.offsets.next_seq = max(self.offsets.next_seq, offset + 1)
-        if isinstance(k, OffsetCommitKey):
+        k = self._key_cache.get(key)
+        if k is None:
+            k = decode_key(key)
+            if len(self._key_cache) >= _KEY_CACHE_SIZE:
+                self._key_cache.clear()
+            self._key_cache[key] = k
+        if offset >= self.offsets.next_seq:
+            self.offsets.next_seq = offset + 1
+        if type(k) is OffsetCommitKey:
             tp = (k.topic, k.partition)
+            group = self.store.groups.get(k.group)
             if value is None:
-                group = self.store.get(k.group)
                 if group is not None:
                     group.offsets.pop(tp, None)
                 return
             v = decode_offset_commit_value(value)
-            group = self.store.get_or_create(k.group)
+            if group is None:
+                group = self.store.get_or_create(k.group)
             group.offsets[tp] = CommittedOffset(
                 v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp, offset
             )
@@ -140,6 +162,7 @@ class CoordinatorShard:
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
         self.loading = False
+        self._key_cache.clear()
         fx = Effects(now_ms)
         for group in self.store:
             for member in group.members.values():
@@ -168,6 +191,13 @@ class CoordinatorShard:
 
     def groups(self) -> list[ClassicGroup]:
         return list(self.store)
+
+    def group_counts(self) -> dict[str, int]:
+        """Groups by state (for metrics); every state is present."""
+        counts = {state.value: 0 for state in S}
+        for group in self.store:
+            counts[group.state.value] += 1
+        return counts
 
     def pending_timers(self) -> dict[str, int]:
         return {k: deadline for k, (_, deadline) in self._timers.items()}
@@ -243,6 +273,9 @@ class CoordinatorShard:
     def _sync(self, fx: Effects, rid: int, req: rq.SyncGroup) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
+            # Kafka: a SyncGroup during loading is told to rejoin
+            if error == E.COORDINATOR_LOAD_IN_PROGRESS:
+                error = E.REBALANCE_IN_PROGRESS
             fx.reply(rid, rs.SyncGroupResponse(error))
             return
         membership.handle_sync_group(self.store, fx, rid, req)
@@ -319,6 +352,7 @@ class CoordinatorShard:
 
     def _delete_groups(self, fx: Effects, rid: int, req: rq.DeleteGroups) -> None:
         out = []
+        appended = len(fx.records)
         for gid in req.groups:
             error = self._group_error(gid, req)
             if error is None:
@@ -331,14 +365,64 @@ class CoordinatorShard:
                 else:
                     error = E.NON_EMPTY_GROUP
             out.append(rs.DeletedGroup(gid, error))
-        fx.reply(rid, rs.DeleteGroupsResponse(tuple(out)))
+        if len(fx.records) == appended:
+            fx.reply(rid, rs.DeleteGroupsResponse(tuple(out)))
+            return
+
+        def answer(error: int, fx2: Effects) -> None:
+            # a failed append undid the deletions: say so instead of NONE
+            failed = E.append_error_to_client(error)
+            fx2.reply(
+                rid,
+                rs.DeleteGroupsResponse(
+                    tuple(
+                        rs.DeletedGroup(
+                            d.group_id, failed if d.error_code == E.NONE else d.error_code
+                        )
+                        for d in out
+                    )
+                ),
+            )
+
+        fx.after_durable(answer)
 
     def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
             fx.reply(rid, rs.OffsetDeleteResponse(error))
             return
-        fx.reply(rid, self.offsets.offset_delete(fx, req))
+        appended = len(fx.records)
+        resp = self.offsets.offset_delete(fx, req)
+        if len(fx.records) == appended:
+            fx.reply(rid, resp)
+            return
+
+        def answer(error: int, fx2: Effects) -> None:
+            if error == E.NONE:
+                fx2.reply(rid, resp)
+                return
+            failed = E.append_error_to_client(error)
+            fx2.reply(
+                rid,
+                dataclasses.replace(
+                    resp,
+                    topics=tuple(
+                        rs.TopicErrors(
+                            t.name,
+                            tuple(
+                                rs.PartitionError(
+                                    p.partition_index,
+                                    failed if p.error_code == E.NONE else p.error_code,
+                                )
+                                for p in t.partitions
+                            ),
+                        )
+                        for t in resp.topics
+                    ),
+                ),
+            )
+
+        fx.after_durable(answer)
 
 
 _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {

@@ -108,9 +108,9 @@ class Broker:
         log.info("muster stopped")
 
 
-def setup_logging() -> None:
+def setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
 
 
@@ -133,5 +133,5 @@ async def serve_until_signalled(
 
 def run(config: BrokerConfig) -> None:
     """Runs the broker in the foreground until SIGTERM or SIGINT."""
-    setup_logging()
+    setup_logging(config["muster.log.level"])
     asyncio.run(serve_until_signalled(config))

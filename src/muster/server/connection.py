@@ -159,6 +159,22 @@ class Connection:
                 if payload is None:  # acks=0 produce: Kafka sends nothing back
                     continue
                 body = encode_response(api_key, version, payload)
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "%s api=%d v%d corr=%d -> %.600s",
+                        self.peer, api_key, version, correlation_id, _summary(payload),
+                    )
             header = response_header(correlation_id, api_key, flexible)
             self.writer.write(_LENGTH.pack(len(header) + len(body)) + header + body)
             await self.writer.drain()
+
+
+def _summary(payload: Any) -> str:
+    """A request's answer for the debug log, without record bytes."""
+    if isinstance(payload, dict):
+        return "{" + ", ".join(f"{k}: {_summary(v)}" for k, v in payload.items()) + "}"
+    if isinstance(payload, list | tuple):
+        return "[" + ", ".join(_summary(v) for v in payload) + "]"
+    if isinstance(payload, bytes | bytearray):
+        return f"<{len(payload)} bytes>"
+    return repr(payload)

@@ -11,9 +11,9 @@ from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.classic.group import ClassicGroup
 
 
-def random_member_id(client_id: str) -> str:
-    """Kafka's rule: client id + "-" + a random UUID."""
-    return f"{client_id}-{uuid.uuid4()}"
+def random_member_id(prefix: str) -> str:
+    """Kafka's rule: (group instance id, else client id) + "-" + a random UUID."""
+    return f"{prefix}-{uuid.uuid4()}"
 
 
 @dataclass

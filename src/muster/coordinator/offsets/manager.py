@@ -75,11 +75,12 @@ class OffsetManager:
     def _validate(self, group: ClassicGroup, req: OffsetCommit) -> int | None:
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.is_(S.EMPTY):
+            return None  # admin clients and assign()-mode consumers
         if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-                return E.FENCED_INSTANCE_ID
-            if not group.has(req.member_id):
-                return E.UNKNOWN_MEMBER_ID
+            error = group.validate_current_member(req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
             if req.generation_id != group.generation:
                 return E.ILLEGAL_GENERATION
             return None
@@ -282,11 +283,17 @@ class OffsetManager:
                     current.offsets[tp] = c
             if current.persisted is None and group.persisted is not None:
                 # a new incarnation without a record of its own continues the old one
-                current.persisted, current.persisted_seq = group.persisted, 0
-                current.generation = max(current.generation, group.generation)
+                old = group.persisted
+                current.persisted = old
+                # if the old group's own last store failed, the log still holds an
+                # older state than anything live: a store is owed (not at rest)
+                owed = group.persisted_seq != group.store_seq
+                current.persisted_seq = current.store_seq - (1 if owed else 0)
+                current.generation = max(current.generation, old.generation)
                 if not current.members and current.is_(S.EMPTY):
-                    current.protocol_type = current.protocol_type or group.protocol_type
-                    current.state_timestamp = group.state_timestamp
+                    current.protocol_type = current.protocol_type or old.protocol_type or None
+                    cst = old.current_state_timestamp
+                    current.state_timestamp = cst if cst >= 0 else None
 
         fx.after_durable(durable)
         return True

@@ -1,15 +1,22 @@
 """What one step of a coordinator shard gives its runtime.
 
 `records` are appended atomically to the shard's `__consumer_offsets`
-partition; once they are durable the runtime sends `replies` (each answers
-the request with that id — possibly one parked by an earlier step) and, when
+partition, in the order the Results were produced. Once they are durable —
+or once their append has failed — the runtime sends `replies` (each answers
+the request with that id, possibly one parked by an earlier step) and, when
 `on_durable` is set, calls `shard.complete_write(on_durable, error_code,
-now_ms)` (error_code 0 when the append succeeded, else the append's Kafka
-error) and processes the Result that returns. A Result without records has
-nothing to wait for. `timers` are keyed: `Schedule(key, deadline_ms)` replaces
-any timer with that key, `Cancel(key)` drops it; when one fires the runtime
-calls `shard.on_timer(key, now_ms)` on the same serial queue. `events` are
-rebalance domain events (muster.coordinator.events) for `__muster_group_events`.
+now_ms)` (0 when the append succeeded, else the append's Kafka error code),
+then processes the Result that returns like any other. Replies whose content
+depends on the append's outcome (OffsetCommit, SyncGroup, DeleteGroups,
+OffsetDelete, a static member's rejoin) only ever come from complete_write.
+complete_write calls must follow append order (a log makes appends durable in
+order). A Result without records has nothing to wait for.
+
+`timers` are keyed: `Schedule(key, deadline_ms)` replaces any timer with that
+key, `Cancel(key)` drops it (unknown keys are fine); apply them in list order.
+When one comes due the runtime calls `shard.on_timer(key, now_ms)` on the same
+serial queue (a stale or early call is harmless). `events` are rebalance
+domain events (muster.coordinator.events) for `__muster_group_events`.
 """
 
 from __future__ import annotations

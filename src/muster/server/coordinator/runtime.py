@@ -67,6 +67,7 @@ class ShardRuntime:
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
+        self._last_write: asyncio.Task[None] | None = None
 
     # ---- lifecycle -----------------------------------------------------
 
@@ -117,6 +118,11 @@ class ShardRuntime:
         self._queue.put_nowait(_Work("request", request, fut))
         return await fut
 
+    def delete_partitions(self, partitions: list[tuple[str, int]]) -> None:
+        """Topics were deleted: their committed offsets go too (tombstones)."""
+        if self._task is not None:
+            self._queue.put_nowait(_Work("delete_partitions", partitions))
+
     # ---- the serial loop -------------------------------------------------
 
     async def _run(self) -> None:
@@ -131,6 +137,8 @@ class ShardRuntime:
                     result = self.shard.handle(request_id, work.payload, now)
                 elif work.kind == "timer":
                     result = self.shard.on_timer(work.payload, now)
+                elif work.kind == "delete_partitions":
+                    result = self.shard.delete_partitions(work.payload, now)
                 elif work.kind == "written":
                     token, error = work.payload
                     result = self.shard.complete_write(token, error, now)
@@ -165,11 +173,18 @@ class ShardRuntime:
         except LogError as exc:
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
             error = exc.error_code
-        task = asyncio.create_task(self._after_write(result, error))
+        previous = self._last_write
+        task = asyncio.create_task(self._after_write(result, error, previous))
+        self._last_write = task
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
-    async def _after_write(self, result: Result, error: int) -> None:
+    async def _after_write(
+        self, result: Result, error: int, previous: asyncio.Task[None] | None
+    ) -> None:
+        # The core needs write completions in append order, whatever fsync does.
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])
         if error == 0:
             try:
                 await self.durability.wait(self.plog)

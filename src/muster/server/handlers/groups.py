@@ -165,25 +165,40 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
 
 async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = tuple(
-        rq.CommitTopic(
-            t.name,
-            tuple(
-                rq.CommitPartition(
-                    partition=p.partition_index,
-                    offset=p.committed_offset,
-                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                    metadata=p.committed_metadata,
+    # Like Kafka's KafkaApis: partitions the broker does not host are refused
+    # at the edge with UNKNOWN_TOPIC_OR_PARTITION and never reach the group.
+    logs = ctx.state.logs
+    unknown: list[dict[str, Any]] = []
+    topics: list[rq.CommitTopic] = []
+    for t in req.topics:
+        info = logs.topic(t.name)
+        known = []
+        bad = []
+        for p in t.partitions:
+            if info is None or not 0 <= p.partition_index < info.num_partitions:
+                bad.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": ErrorCode.unknown_topic_or_partition,
+                    }
                 )
-                for p in t.partitions
-            ),
-        )
-        for t in req.topics
-    )
+            else:
+                known.append(
+                    rq.CommitPartition(
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        metadata=p.committed_metadata,
+                    )
+                )
+        if known:
+            topics.append(rq.CommitTopic(t.name, tuple(known)))
+        if bad:
+            unknown.append({"name": t.name, "partitions": bad})
     retention = getattr(req, "retention_time", None)
     core = rq.OffsetCommit(
         group_id=req.group_id,
-        topics=topics,
+        topics=tuple(topics),
         generation_id=req.generation_id_or_member_epoch,
         member_id=req.member_id,
         group_instance_id=getattr(req, "group_instance_id", None),
@@ -204,7 +219,9 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 for t in topics
             )
         )
-    return {**_asdict(resp), "throttle_time": 0}
+    out = {**_asdict(resp), "throttle_time": 0}
+    out["topics"] = list(out["topics"]) + unknown
+    return out
 
 
 def _fetch_group(group_id: str, topics: Any) -> rq.FetchGroup:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -9,6 +10,8 @@ from kio.schema.errors import ErrorCode
 
 from muster.server.handlers.common import resolve_topic
 from muster.server.state import BrokerState, RequestContext
+
+log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__muster_group_events"})
 NOT_REQUESTED = -2147483648  # Kafka's "authorized operations not requested"
@@ -74,7 +77,10 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     entry["topic_id"] = tid
                     topics.append(entry)
                 continue
-            topics.append(topic_entry(state, name, resolve_topic(state, name, auto)))
+            error = resolve_topic(state, name, auto)
+            if error != ErrorCode.none:
+                log.info("metadata v%d for %r: %s", ctx.api_version, name, error.name)
+            topics.append(topic_entry(state, name, error))
     return {
         "throttle_time": 0,
         "brokers": brokers(state),

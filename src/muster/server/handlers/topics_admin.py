@@ -126,8 +126,14 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
         elif name not in state.logs.topics():
             entry["error_code"] = ErrorCode.unknown_topic_or_partition
         else:
-            entry["topic_id"] = state.logs.topics()[name].topic_id
+            info = state.logs.topics()[name]
+            entry["topic_id"] = info.topic_id
             state.logs.delete_topic(name)
+            coordinator = state.extras.get("coordinator")
+            if coordinator is not None:
+                gone = [(name, p) for p in range(info.num_partitions)]
+                for shard in coordinator.shards:
+                    shard.delete_partitions(gone)
         responses.append(entry)
     return {"throttle_time": 0, "responses": responses}
 

@@ -54,7 +54,7 @@ class Member:
         raise AssertionError("member supports none of the candidate protocols")
 
 
-@dataclass
+@dataclass(slots=True)
 class CommittedOffset:
     offset: int
     leader_epoch: int
@@ -177,6 +177,18 @@ class ClassicGroup:
         current = self.static_member_id(instance_id)
         return current is not None and current != member_id
 
+    def validate_current_member(self, member_id: str, instance_id: str | None) -> int | None:
+        """Kafka's check that a request comes from the current holder of its
+        identity: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID (25) or None."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is None:
+                return 25  # UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return 82  # FENCED_INSTANCE_ID
+            return None
+        return None if member_id in self.members else 25
+
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         member = self.members.pop(old_id)
         member.member_id = new_id
@@ -229,7 +241,11 @@ class ClassicGroup:
         raise AssertionError("no protocol selected")
 
     def compute_subscribed_topics(self) -> frozenset[str] | None:
-        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
             return None
         topics: set[str] = set()
         for m in self.members.values():

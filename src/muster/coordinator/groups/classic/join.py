@@ -77,7 +77,8 @@ def _new_member_join(
     if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
         _error(rid, fx, E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         return
-    new_id = env.new_member_id(req.client_id)
+    # Kafka: "<instance id or client id>-<UUID>"
+    new_id = env.new_member_id(req.group_instance_id or req.client_id)
     if req.group_instance_id is not None:
         old_id = group.static_member_id(req.group_instance_id)
         if old_id is None:
@@ -105,16 +106,11 @@ def _current_member_join(
     if mid in group.pending_members:
         _add_member_and_rebalance(env, group, fx, rid, req, mid)
         return
-    instance_unknown = (
-        req.group_instance_id is not None and group.static_member_id(req.group_instance_id) is None
-    )
-    if group.is_static_member_fenced(req.group_instance_id, mid):
-        _error(rid, fx, E.FENCED_INSTANCE_ID, mid)
+    error = group.validate_current_member(mid, req.group_instance_id)
+    if error is not None:
+        _error(rid, fx, error, mid)
         return
-    member = group.members.get(mid)
-    if member is None or instance_unknown:
-        _error(rid, fx, E.UNKNOWN_MEMBER_ID, mid)
-        return
+    member = group.members[mid]
     protocols = list(req.protocols)
     if group.is_(S.PREPARING_REBALANCE):
         _update_member_and_rebalance(
@@ -264,7 +260,7 @@ def _replace_static_member(
         )
     )
     if group.is_(S.STABLE):
-        if group.protocol_name != group.select_protocol():
+        if not quiet:  # the group's protocol would change: rebalance
             maybe_prepare_rebalance(
                 env,
                 group,

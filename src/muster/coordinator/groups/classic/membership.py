@@ -97,10 +97,9 @@ def _sync_error(group: ClassicGroup | None, req: SyncGroup) -> int | None:
         return E.UNKNOWN_MEMBER_ID
     if group.is_(S.DEAD):
         return E.COORDINATOR_NOT_AVAILABLE
-    if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-        return E.FENCED_INSTANCE_ID
-    if not group.has(req.member_id):
-        return E.UNKNOWN_MEMBER_ID
+    error = group.validate_current_member(req.member_id, req.group_instance_id)
+    if error is not None:
+        return error
     if req.generation_id != group.generation:
         return E.ILLEGAL_GENERATION
     if req.protocol_type is not None and req.protocol_type != group.protocol_type:
@@ -123,10 +122,10 @@ def handle_heartbeat(env: GroupStore, fx: Effects, rid: int, req: Heartbeat) -> 
         error = E.UNKNOWN_MEMBER_ID
     elif group.is_(S.DEAD):
         error = E.COORDINATOR_NOT_AVAILABLE
-    elif group.is_static_member_fenced(req.group_instance_id, req.member_id):
-        error = E.FENCED_INSTANCE_ID
-    elif not group.has(req.member_id):
-        error = E.UNKNOWN_MEMBER_ID
+    elif (
+        invalid := group.validate_current_member(req.member_id, req.group_instance_id)
+    ) is not None:
+        error = invalid
     elif req.generation_id != group.generation:
         error = E.ILLEGAL_GENERATION
     elif group.is_(S.EMPTY):
@@ -173,13 +172,10 @@ def handle_leave_group(env: GroupStore, fx: Effects, rid: int, req: LeaveGroup) 
             fx.emit(ev.MemberRemoved(group.group_id, mid, None, ev.MEMBER_LEFT, reason, fx.now))
             maybe_complete_join(env, group, fx)
             error = E.NONE
-        elif group.is_static_member_fenced(instance, mid):
-            error = E.FENCED_INSTANCE_ID
-        elif group.has(mid):
-            _leave(env, group, fx, mid, reason)
-            error = E.NONE
         else:
-            error = E.UNKNOWN_MEMBER_ID
+            error = group.validate_current_member(mid, instance) or E.NONE
+            if error == E.NONE:
+                _leave(env, group, fx, mid, reason)
         results.append(LeaveGroupMemberResponse(mid, instance, error))
     fx.reply(rid, LeaveGroupResponse(E.NONE, tuple(results)))
 

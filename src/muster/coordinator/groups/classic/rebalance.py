@@ -25,11 +25,12 @@ def store_error_to_client(error: int) -> int:
         E.UNKNOWN_TOPIC_OR_PARTITION,
         E.NOT_ENOUGH_REPLICAS,
         E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        E.REQUEST_TIMED_OUT,
     ):
         return E.COORDINATOR_NOT_AVAILABLE
     if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
         return E.NOT_COORDINATOR
+    if error == E.REQUEST_TIMED_OUT:
+        return E.REBALANCE_IN_PROGRESS
     if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
         return E.UNKNOWN_SERVER_ERROR
     return error
@@ -205,7 +206,7 @@ def complete_join(env: GroupStore, group: ClassicGroup, fx: Effects, waited_for:
         group.transition_to(S.COMPLETING_REBALANCE, ev.JOIN_COMPLETED, fx)
     else:
         group.protocol_name = None
-        group.subscribed_topics = None
+        group.subscribed_topics = group.compute_subscribed_topics()
         group.transition_to(S.EMPTY, ev.JOIN_COMPLETED, fx)
     group.pending_sync_members.clear()
     trace = group.trace or RebalanceTrace(started_ms=fx.now)
@@ -307,9 +308,7 @@ def remove_member(
 ) -> None:
     """Take the member out (answering its parked requests) without any rebalance."""
     if member.awaiting_join is not None:
-        fx.reply(
-            member.awaiting_join, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=member.member_id)
-        )
+        fx.reply(member.awaiting_join, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
         member.awaiting_join = None
     if member.awaiting_sync is not None:
         fx.reply(member.awaiting_sync, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))

@@ -1,0 +1,117 @@
+"""Rebalance events (what analytics read) and failed appends."""
+
+from __future__ import annotations
+
+import json
+
+from muster.coordinator import errors as E
+from muster.coordinator import events as ev
+from muster.coordinator import requests as rq
+from muster.coordinator.responses import (
+    GROUP_AUTHORIZED_OPERATIONS,
+    DeletedGroup,
+    DeleteGroupsResponse,
+)
+from tests.core.harness import Harness
+
+
+def test_event_stream_of_a_rebalance(h) -> None:
+    a, b = h.form(2)
+    h.events.clear()
+    h.advance(9000)
+    h.reply(h.heartbeat(a, 2))
+    h.advance(1000)  # b expires
+    h.advance(2000)
+    ra = h.join(a, client="c0")
+    h.reply(ra)
+    h.advance(500)
+    h.reply(h.sync(a, 3, {a: b"x"}))
+    kinds = [type(e).__name__ for e in h.events]
+    assert kinds == [
+        "MemberRemoved",
+        "RebalanceStarted",
+        "GroupStateChanged",
+        "GroupStateChanged",
+        "JoinCompleted",
+        "GroupStateChanged",
+        "RebalanceCompleted",
+    ]
+    started = h.events[1]
+    assert (started.cause, started.member_id, started.generation, started.from_state) == (
+        ev.SESSION_EXPIRED,
+        b,
+        2,
+        "Stable",
+    )
+    done = h.events[-1]
+    assert done.causes == (ev.SESSION_EXPIRED,) and done.duration_ms == 2500
+    assert done.join_completed_ms - done.started_ms == 2000
+    assert done.waited_for == ev.ALL_MEMBERS_JOINED and done.member_count == 1
+    body = json.loads(done.to_json())
+    assert body["type"] == "RebalanceCompleted" and body["causes"] == ["session_expired"]
+    for e in h.events:
+        assert json.loads(e.to_json())["group_id"] == "g"
+
+
+def test_static_replacement_event(h) -> None:
+    r = h.join(instance="i", client="s")
+    m = h.reply(r).member_id
+    h.reply(h.sync(m, 1, {m: b"a"}, instance="i"))
+    h.reply(h.join(instance="i", client="s"))
+    replaced = [e for e in h.events if isinstance(e, ev.StaticMemberReplaced)]
+    assert replaced and replaced[0].old_member_id == m and replaced[0].rebalance is False
+
+
+def test_failed_delete_is_undone_and_reported(h) -> None:
+    h.reply(h.commit({("t", 0): 5}))
+    h.auto_durable = False
+    rid = h.send(rq.DeleteGroups(("g",)))
+    assert h.shard.group("g") is None
+    h.flush(error=E.NOT_LEADER_OR_FOLLOWER)
+    h.auto_durable = True
+    assert h.reply(rid) == DeleteGroupsResponse((DeletedGroup("g", E.NOT_COORDINATOR),))
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 5
+
+
+def test_failed_offset_delete_is_undone_and_reported(h) -> None:
+    h.reply(h.commit({("t", 0): 5, ("t", 1): 6}))
+    h.auto_durable = False
+    rid = h.send(rq.OffsetDelete("g", (rq.OffsetDeleteTopic("t", (0,)),)))
+    h.flush(error=E.NOT_ENOUGH_REPLICAS)
+    h.auto_durable = True
+    resp = h.reply(rid)
+    assert resp.topics[0].partitions[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 5
+
+
+def test_failed_expiry_keeps_the_group_until_the_next_check(make) -> None:
+    h = make(offsets_retention_ms=1000, offsets_retention_check_interval_ms=5000)
+    h.reply(h.commit({("t", 0): 5}))
+    h.auto_durable = False
+    h.advance(5000)
+    assert h.shard.group("g") is None
+    h.flush(error=E.KAFKA_STORAGE_ERROR)
+    assert h.shard.group("g") is not None
+    h.auto_durable = True
+    h.advance(5000)
+    assert h.shard.group("g") is None
+
+
+def test_describe_with_authorized_operations(h) -> None:
+    h.form(1)
+    g = h.reply(h.send(rq.DescribeGroups(("g",), True))).groups[0]
+    assert g.authorized_operations == GROUP_AUTHORIZED_OPERATIONS == 328
+
+
+def test_loaded_group_over_capacity_rebalances() -> None:
+    h = Harness()
+    h.form(3)
+    h2 = Harness(now=h.now, log=h.log, group_max_size=2)
+    g = h2.shard.group("g")
+    assert g.state.value == "PreparingRebalance"
+    started = [e for e in h2.events if isinstance(e, ev.RebalanceStarted)]
+    assert started[0].cause == ev.GROUP_MAX_SIZE
+    rids = [h2.join(m, client=g.members[m].client_id) for m in list(g.members)]
+    answers = [h2.reply(r) for r in rids]
+    assert [a.error_code for a in answers].count(E.GROUP_MAX_SIZE_REACHED) == 1
+    h2.check_replay()
