@@ -378,7 +378,21 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     return encode("OffsetCommitValue", value, version)
 
 
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader_epoch, metadata length
+_INT64 = struct.Struct(">q")
+
+
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
+    # The load path decodes one of these per committed partition: v3, what
+    # muster writes, is read with two struct calls; anything else goes
+    # through the table-driven codec.
+    if len(data) >= _V3_HEAD.size and data[0] == 0 and data[1] == 3:
+        _version, offset, epoch, mlen = _V3_HEAD.unpack_from(data, 0)
+        pos = _V3_HEAD.size
+        if mlen >= 0 and pos + mlen + 8 == len(data):
+            metadata = data[pos : pos + mlen].decode("utf-8")
+            (stamp,) = _INT64.unpack_from(data, pos + mlen)
+            return OffsetCommitValue(offset, epoch, metadata, stamp)
     return decode("OffsetCommitValue", data)[1]
 
 

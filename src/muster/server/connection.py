@@ -162,7 +162,11 @@ class Connection:
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "%s api=%d v%d corr=%d -> %.600s",
-                        self.peer, api_key, version, correlation_id, _summary(payload),
+                        self.peer,
+                        api_key,
+                        version,
+                        correlation_id,
+                        _summary(payload),
                     )
             header = response_header(correlation_id, api_key, flexible)
             self.writer.write(_LENGTH.pack(len(header) + len(body)) + header + body)

@@ -1,0 +1,27 @@
+"""The load path's fast OffsetCommitValue decoder agrees with the schema table."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from muster.records import offsets_topic as ot
+
+
+@given(
+    offset=st.integers(-1, 2**63 - 1),
+    epoch=st.integers(-1, 2**31 - 1),
+    metadata=st.text(max_size=50),
+    stamp=st.integers(-1, 2**62),
+)
+def test_fast_decode_matches_generic(offset: int, epoch: int, metadata: str, stamp: int) -> None:
+    value = ot.OffsetCommitValue(offset, epoch, metadata, stamp)
+    data = ot.encode_offset_commit_value(value)
+    assert ot.decode_offset_commit_value(data) == ot.decode("OffsetCommitValue", data)[1] == value
+
+
+def test_legacy_version_with_expiry_still_decodes() -> None:
+    value = ot.OffsetCommitValue(42, -1, "m", 1000, 2000)
+    data = ot.encode_offset_commit_value(value)
+    assert data[:2] == b"\x00\x01"
+    assert ot.decode_offset_commit_value(data) == value
