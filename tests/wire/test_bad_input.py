@@ -73,3 +73,17 @@ def test_invalid_topic_and_oversized_message_errors(shared_muster: MusterProcess
     )
     producer.flush(15)
     assert errors and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+
+def test_clients_cannot_append_to_internal_topics(shared_muster: MusterProcess) -> None:
+    errors: list[KafkaError] = []
+    producer = Producer({"bootstrap.servers": shared_muster.bootstrap})
+    producer.produce(
+        "__consumer_offsets",
+        value=b"forged",
+        key=b"k",
+        partition=0,
+        on_delivery=lambda err, _m: errors.append(err),
+    )
+    producer.flush(15)
+    assert errors and errors[0].code() == KafkaError.TOPIC_EXCEPTION

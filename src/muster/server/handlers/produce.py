@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from muster.log.port import LogError
 from muster.server.handlers.common import now_ms, resolve_topic
+from muster.server.handlers.metadata import INTERNAL_TOPICS
 from muster.server.state import RequestContext
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
             topic_error = ErrorCode.invalid_required_acks
         elif getattr(req, "transactional_id", None):
             topic_error = ErrorCode.transactional_id_authorization_failed
+        elif name in INTERNAL_TOPICS:
+            # like Kafka: only the broker itself appends to its internal topics
+            topic_error = ErrorCode.invalid_topic_exception
         else:
             topic_error = resolve_topic(state, name, auto_create=True)
         for pdata in topic.partition_data:
