@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from rich.markup import escape
 
 BROKERS = ("muster", "tansu")
 SIZES = (100, 1024)
@@ -300,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         common.console.print("[red]interrupted[/red]")
         return 130
     except Exception as e:
-        common.console.print(f"[red]error:[/red] {e}")
+        common.console.print(f"[red]error:[/red] {escape(str(e))}")
         return 1
     finally:
         common.stop_all()

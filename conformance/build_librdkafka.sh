@@ -36,7 +36,8 @@ mkdir -p "$BUILD_DIR"
 
 # 2.1-2.3: deb-src, build-deps, source package (only when something is missing)
 if deps_missing || [ ! -d "$SRC" ]; then
-  if ! grep -rqs "deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  if ! grep -rqsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' \
+       /etc/apt/sources.list /etc/apt/sources.list.d/; then
     say "enabling Debian source packages (/etc/apt/sources.list.d/debian-src.sources)"
     $SUDO tee /etc/apt/sources.list.d/debian-src.sources >/dev/null <<'SRC'
 Types: deb-src

@@ -7,6 +7,7 @@ See ../shared/conformance/librdkafka.md. Build the test runner first with
     .venv/bin/python conformance/run.py --group         # §4a consumer-group/offset list
     .venv/bin/python conformance/run.py --produce       # §4b produce/fetch/offset list
     .venv/bin/python conformance/run.py --tests 0018,0030
+    .venv/bin/python conformance/run.py --tests 0061:without   # only sub-tests named *without*
     .venv/bin/python conformance/run.py --noautocreate  # 0045 variants, 0107, 0111
 
 For each test number: start ``python -m muster serve`` on a fresh data dir and a free
@@ -38,95 +39,28 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 import common  # noqa: E402  (bench/common.py: ports, broker processes, rich console)
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+# fmt: off
 # §4a: consumer-group / offset tests (0140 exists only in 2.8.0).
 GROUP_TESTS = [
-    "0018",
-    "0019",
-    "0020",
-    "0026",
-    "0029",
-    "0030",
-    "0033",
-    "0040",
-    "0042",
-    "0045",
-    "0050",
-    "0051",
-    "0056",
-    "0060",
-    "0061",
-    "0064",
-    "0083",
-    "0084",
-    "0089",
-    "0091",
-    "0093",
-    "0099",
-    "0102",
-    "0113",
-    "0118",
-    "0122",
-    "0130",
-    "0132",
-    "0137",
+    "0018", "0019", "0020", "0026", "0029", "0030", "0033", "0040", "0042", "0045",
+    "0050", "0051", "0056", "0060", "0061", "0064", "0083", "0084", "0089", "0091",
+    "0093", "0099", "0102", "0113", "0118", "0122", "0130", "0132", "0137",
 ]
 # §4b: plain produce / fetch / offset-lookup tests, including the sockem ones that work
 # against an external broker. Not here: transactions (0103, 0129; muster has none) and
 # 0127 (2.8.0 only).
 PRODUCE_TESTS = [
-    "0001",
-    "0002",
-    "0003",
-    "0005",
-    "0007",
-    "0008",
-    "0011",
-    "0012",
-    "0013",
-    "0014",
-    "0015",
-    "0016",
-    "0017",
-    "0021",
-    "0022",
-    "0031",
-    "0034",
-    "0035",
-    "0036",
-    "0038",
-    "0039",
-    "0041",
-    "0044",
-    "0048",
-    "0053",
-    "0054",
-    "0055",
-    "0057",
-    "0059",
-    "0063",
-    "0065",
-    "0067",
-    "0070",
-    "0073",
-    "0082",
-    "0085",
-    "0086",
-    "0090",
-    "0092",
-    "0110",
-    "0112",
-    "0114",
-    "0123",
-    "0125",
-    "0049",
-    "0068",
-    "0075",
-    "0076",
-    "0088",
-    "0094",
+    "0001", "0002", "0003", "0005", "0007", "0008", "0011", "0012", "0013", "0014",
+    "0015", "0016", "0017", "0021", "0022", "0031", "0034", "0035", "0036", "0038",
+    "0039", "0041", "0044", "0048", "0053", "0054", "0055", "0057", "0059", "0063",
+    "0065", "0067", "0070", "0073", "0082", "0085", "0086", "0090", "0092", "0110",
+    "0112", "0114", "0123", "0125",
+    "0049", "0068", "0075", "0076", "0088", "0094",
 ]
+# fmt: on
 # Tests of the 'noautocreate' scenario: run with -s noautocreate against a broker with
 # auto.create.topics.enable=false (selecting 0045 then runs only its noautocreate variants).
 NOAUTOCREATE_TESTS = ["0045", "0107", "0111"]
@@ -223,7 +157,12 @@ def broker_argv(
 
 
 def run_one(
-    args: argparse.Namespace, test: str, tests_dir: Path, out: Path, scenario: str | None
+    args: argparse.Namespace,
+    test: str,
+    tests_dir: Path,
+    out: Path,
+    scenario: str | None,
+    subtests: str | None = None,
 ) -> Result:
     res = Result(test=test)
     port = common.free_port()
@@ -249,7 +188,9 @@ def run_one(
         res.failure = str(e).splitlines()[0]
         return res
 
-    conf = tests_dir / "test.conf"
+    # One conf file per test in this run's log directory (RDKAFKA_TEST_CONF), never the
+    # shared tests/test.conf: two runs at the same time must not see each other's port.
+    conf = out / f"{test}{suffix}.test.conf"
     conf.write_text(
         f"bootstrap.servers=127.0.0.1:{port}\n"
         "broker.address.family=v4\n" + "".join(f"{kv}\n" for kv in args.client_conf)
@@ -265,8 +206,8 @@ def run_one(
     )
     for k in ("KAFKA_PATH", "BROKERS", "ZK_ADDRESS", "TESTS_SKIP", "SUBTESTS"):
         env.pop(k, None)
-    if args.subtests:
-        env["SUBTESTS"] = args.subtests
+    if subtests:
+        env["SUBTESTS"] = subtests
     cmd = ["./test-runner", "-p1", "-L"]
     if scenario:
         cmd += ["-s", scenario]
@@ -322,11 +263,11 @@ def print_table(results: list[Result]) -> None:
         if r.failure and r.note:
             detail = f"{r.note}: {r.failure}"
         t.add_row(
-            names or r.test,
+            escape(names or r.test),
             f"[{colour[r.status]}]{r.status}[/]",
             f"{r.seconds:.0f}s",
             "-" if r.rc is None else str(r.rc),
-            detail,
+            escape(detail),
         )
     common.console.print(t)
 
@@ -340,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the noautocreate scenario (auto.create.topics.enable=false)",
     )
-    ap.add_argument("--tests", help="comma-separated test numbers (overrides the lists)")
+    ap.add_argument(
+        "--tests",
+        help="comma-separated test numbers, each optionally NNNN:SUBSTR to run only the "
+        "sub-tests whose name contains SUBSTR (overrides the lists)",
+    )
     ap.add_argument("--timeout", type=float, default=600, help="seconds per test (600)")
     ap.add_argument(
         "--build-dir",
@@ -361,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra line for test.conf (e.g. debug=cgrp,protocol)",
     )
-    ap.add_argument("--subtests", help="SUBTESTS filter passed to the runner")
+    ap.add_argument("--subtests", help="SUBTESTS filter passed to the runner (all tests)")
     ap.add_argument("--kafka-version", default="3.1.0", help="TEST_KAFKA_VERSION (3.1.0)")
     ap.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     ap.add_argument("--broker-start-timeout", type=float, default=60, help=argparse.SUPPRESS)
@@ -378,35 +323,43 @@ def main(argv: list[str] | None = None) -> int:
         print("0 passed, 1 failed")
         return 2
 
-    plan: list[tuple[str, str | None]] = []
+    # (test number, scenario, SUBTESTS filter)
+    plan: list[tuple[str, str | None, str | None]] = []
     if args.tests:
-        plan += [(t.strip().zfill(4), None) for t in args.tests.split(",") if t.strip()]
+        for item in filter(None, (t.strip() for t in args.tests.split(","))):
+            num, _, sub = item.partition(":")
+            plan.append((num.zfill(4), None, sub or None))
     else:
         if args.group or not (args.produce or args.noautocreate):
-            plan += [(t, None) for t in GROUP_TESTS]
+            plan += [(t, None, None) for t in GROUP_TESTS]
         if args.produce or not (args.group or args.noautocreate):
-            plan += [(t, None) for t in PRODUCE_TESTS]
+            plan += [(t, None, None) for t in PRODUCE_TESTS]
     if args.noautocreate:
-        plan += [(t, "noautocreate") for t in NOAUTOCREATE_TESTS]
+        plan += [(t, "noautocreate", None) for t in NOAUTOCREATE_TESTS]
 
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = (args.out or HERE / "results" / stamp).resolve()
     out.mkdir(parents=True, exist_ok=True)
     common.install_signal_handlers()
     who = args.peer or (args.broker_cmd and "custom broker") or "muster"
-    common.console.print(f"running {len(plan)} test(s) against {who}; logs in {out}")
+    common.console.print(escape(f"running {len(plan)} test(s) against {who}; logs in {out}"))
 
     results: list[Result] = []
     interrupted = False
     try:
-        for i, (test, scenario) in enumerate(plan, 1):
-            label = test + (f" ({scenario})" if scenario else "")
-            common.console.print(f"[{i}/{len(plan)}] {label} ...", end=" ")
-            r = run_one(args, test, tests_dir, out, scenario)
+        for i, (test, scenario, sub) in enumerate(plan, 1):
+            label = (
+                test
+                + (f" ({scenario})" if scenario else "")
+                + (f" (sub-tests *{sub}*)" if sub else "")
+            )
+            common.console.print(escape(f"[{i}/{len(plan)}] {label} ..."), end=" ")
+            r = run_one(args, test, tests_dir, out, scenario, sub or args.subtests)
             results.append(r)
             col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
             common.console.print(
-                f"[{col}]{r.status}[/] ({r.seconds:.0f}s)" + (f" {r.note}" if r.note else "")
+                f"[{col}]{r.status}[/] ({r.seconds:.0f}s)"
+                + (f" {escape(r.note)}" if r.note else "")
             )
     except KeyboardInterrupt:
         interrupted = True

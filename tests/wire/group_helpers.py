@@ -6,6 +6,12 @@ Every wait is a poll loop with a generous deadline (the CI machine is a noisy
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
+import queue
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +94,10 @@ def all_partitions(topic: str, n: int) -> set[TP]:
 class GroupMember:
     """A subscribed confluent-kafka consumer polled by its own thread.
 
+    Only the polling thread touches the consumer: with confluent-kafka 2.16 a call
+    such as assignment(), memberid() or commit() from another thread while one thread
+    sits in poll() starves and hangs. Use `call()` to run code on the polling thread.
+
     It tracks its assignment through the rebalance callbacks (on_assign adds,
     on_revoke/on_lost remove: right for eager and cooperative protocols alike)
     and records every callback and every consumed message.
@@ -111,6 +121,9 @@ class GroupMember:
         self.events: list[tuple[str, frozenset[TP]]] = []
         self.messages: list[tuple[str, int, int, bytes]] = []
         self.errors: list[str] = []
+        self._calls: queue.Queue[tuple[Callable[[Any], Any], concurrent.futures.Future[Any]]] = (
+            queue.Queue()
+        )
         self._stop = threading.Event()
         self._closed = threading.Event()
         self._close_error: BaseException | None = None
@@ -142,6 +155,7 @@ class GroupMember:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
+                self._serve_calls()
                 msg = self.consumer.poll(0.2)
                 if msg is None:
                     continue
@@ -155,10 +169,27 @@ class GroupMember:
                         (msg.topic(), msg.partition(), msg.offset(), msg.value() or b"")
                     )
             self.consumer.close()
-        except BaseException as exc:  # noqa: BLE001 - surfaced by close()
+        except BaseException as exc:
             self._close_error = exc
         finally:
             self._closed.set()
+
+    def _serve_calls(self) -> None:
+        while True:
+            try:
+                fn, future = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                future.set_result(fn(self.consumer))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def call(self, fn: Callable[[Any], Any], timeout: float = 30.0) -> Any:
+        """Runs fn(consumer) on the polling thread and returns its result."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((fn, future))
+        return future.result(timeout)
 
     def assignment(self) -> frozenset[TP]:
         with self.lock:
@@ -236,3 +267,79 @@ def committed_offsets(bootstrap: str, group: str, tps: list[TP]) -> dict[TP, int
         if tp.error is not None:
             raise KafkaException(tp.error)
     return {(tp.topic, tp.partition): tp.offset for tp in got}
+
+
+CHILD_CONSUMER = textwrap.dedent(
+    """
+    import json, sys
+    from confluent_kafka import Consumer
+    bootstrap, group, topic, client_id, session_ms = sys.argv[1:6]
+    c = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+        "session.timeout.ms": int(session_ms), "heartbeat.interval.ms": 300,
+        "auto.offset.reset": "earliest",
+    })
+    def show(kind):
+        def cb(consumer, parts):
+            print(json.dumps([kind, sorted(p.partition for p in parts)]), flush=True)
+        return cb
+    c.subscribe([topic], on_assign=show("assign"), on_revoke=show("revoke"))
+    while True:
+        c.poll(0.2)
+    """
+)
+
+
+class ChildMember:
+    """A confluent-kafka group member in a child process, so SIGKILL skips LeaveGroup.
+
+    The child reports its rebalance callbacks on stdout; `assignment()` mirrors them.
+    """
+
+    def __init__(
+        self, bootstrap: str, group: str, topic: str, client_id: str, session_ms: int
+    ) -> None:
+        self.topic = topic
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                CHILD_CONSUMER,
+                bootstrap,
+                group,
+                topic,
+                client_id,
+                str(session_ms),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.lock = threading.Lock()
+        self.assigned: set[TP] = set()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            kind, parts = json.loads(line)
+            tps = {(self.topic, p) for p in parts}
+            with self.lock:
+                if kind == "assign":
+                    self.assigned |= tps
+                else:
+                    self.assigned -= tps
+
+    def assignment(self) -> frozenset[TP]:
+        with self.lock:
+            return frozenset(self.assigned)
+
+    def kill(self) -> None:
+        """SIGKILL: the broker only learns of it when the session times out."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def abandon(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()

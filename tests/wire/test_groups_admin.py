@@ -5,8 +5,13 @@ metadata round trips."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka import TopicPartition as KTP
 from kafka.errors import GroupSubscribedToTopicError, NoError, NonEmptyGroupError
@@ -74,7 +79,10 @@ def test_admin_clients_list_describe_alter_and_delete(
         ]
         by_client = {m.client_id: m for m in desc.members}
         for member in members:
-            mine = {(tp.topic, tp.partition) for tp in by_client[member.name].assignment.topic_partitions}
+            mine = {
+                (tp.topic, tp.partition)
+                for tp in by_client[member.name].assignment.topic_partitions
+            }
             assert mine == set(member.assignment())
         assert set().union(*described) == everything and sum(map(len, described)) == 3
 
@@ -110,9 +118,9 @@ def test_admin_clients_list_describe_alter_and_delete(
             [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 3)])],
             request_timeout=15,
         )[group].result(timeout=20)
-        assert [(tp.topic, tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [
-            (topic, 0, 3, None)
-        ]
+        assert [
+            (tp.topic, tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions
+        ] == [(topic, 0, 3, None)]
         kp_altered = kp.alter_group_offsets(group, {KTP(topic, 1): OffsetAndMetadata(5, "", -1)})
         assert kp_altered == {KTP(topic, 1): NoError}
         assert _listed_offsets(b, group) == {(topic, 0): 3, (topic, 1): 5, (topic, 2): 10}

@@ -3,17 +3,13 @@ join/leave/crash, static membership, cooperative-sticky incremental rebalancing.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-import threading
 import time
 from collections import Counter
 
 from tests.support.brokers import MusterProcess
 from tests.wire.clients import create_topic
 from tests.wire.group_helpers import (
+    ChildMember,
     GroupMember,
     all_partitions,
     describe_group,
@@ -90,27 +86,6 @@ def test_group_of_five_then_six_then_five_covers_every_partition_once(
             m.abandon()
 
 
-CHILD = textwrap.dedent(
-    """
-    import json, sys
-    from confluent_kafka import Consumer
-    bootstrap, group, topic = sys.argv[1:4]
-    c = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group, "client.id": "doomed",
-        "session.timeout.ms": 2000, "heartbeat.interval.ms": 300,
-        "auto.offset.reset": "earliest",
-    })
-    def show(kind):
-        def cb(consumer, parts):
-            print(json.dumps([kind, sorted(p.partition for p in parts)]), flush=True)
-        return cb
-    c.subscribe([topic], on_assign=show("assign"), on_revoke=show("revoke"))
-    while True:
-        c.poll(0.2)
-    """
-)
-
-
 def test_sigkilled_member_partitions_move_after_session_timeout(
     group_muster: MusterProcess,  # noqa: F811
 ) -> None:
@@ -119,30 +94,10 @@ def test_sigkilled_member_partitions_move_after_session_timeout(
     session_s = 2.0
     create_topic(b, topic, partitions=4)
     everything = all_partitions(topic, 4)
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, b, group, topic],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    child_assigned: set[int] = set()
-    child_lock = threading.Lock()
-
-    def read_child() -> None:
-        assert child.stdout is not None
-        for line in child.stdout:
-            kind, parts = json.loads(line)
-            with child_lock:
-                if kind == "assign":
-                    child_assigned.update(parts)
-                else:
-                    child_assigned.difference_update(parts)
-
-    reader = threading.Thread(target=read_child, daemon=True)
-    reader.start()
+    child = ChildMember(b, group, topic, "doomed", int(session_s * 1000))
     survivor = None
     try:
-        wait_until(lambda: child_assigned == {0, 1, 2, 3}, FORM_TIMEOUT, "child owns the topic")
+        wait_until(lambda: child.assignment() == everything, FORM_TIMEOUT, "child owns the topic")
         survivor = GroupMember(
             b,
             group,
@@ -151,10 +106,11 @@ def test_sigkilled_member_partitions_move_after_session_timeout(
         )
 
         def split() -> bool:
-            with child_lock:
-                theirs = {(topic, p) for p in child_assigned}
+            theirs = child.assignment()
             mine = survivor.assignment()
-            return bool(mine) and bool(theirs) and not (mine & theirs) and mine | theirs == everything
+            return (
+                bool(mine) and bool(theirs) and not (mine & theirs) and mine | theirs == everything
+            )
 
         wait_until(split, FORM_TIMEOUT, "survivor and child split the partitions")
         wait_until(
@@ -165,7 +121,6 @@ def test_sigkilled_member_partitions_move_after_session_timeout(
 
         child.kill()  # SIGKILL: no LeaveGroup, only the session timeout can notice
         killed_at = time.monotonic()
-        child.wait(10)
         wait_until(
             lambda: survivor.assignment() == everything,
             session_s + 20,
@@ -174,9 +129,7 @@ def test_sigkilled_member_partitions_move_after_session_timeout(
         )
         took = time.monotonic() - killed_at
         assert took <= session_s + 6, f"takeover took {took:.1f}s for a {session_s}s session"
-        wait_until(
-            lambda: group_state_is(b, group, "STABLE", 1), 20, "group Stable with 1 member"
-        )
+        wait_until(lambda: group_state_is(b, group, "STABLE", 1), 20, "group Stable with 1 member")
 
         after = [f"after-{i}".encode() for i in range(100)]
         produce_values(b, topic, after, 4)
@@ -184,9 +137,7 @@ def test_sigkilled_member_partitions_move_after_session_timeout(
             lambda: set(after) <= set(survivor.values()), 30, "messages produced after the kill"
         )
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
+        child.abandon()
         if survivor is not None:
             survivor.abandon()
 
@@ -288,5 +239,36 @@ def test_cooperative_sticky_revokes_only_moved_partitions(
         assert exact_cover([first, second], everything)
     finally:
         for m in (first, second):
+            if m is not None:
+                m.abandon()
+
+
+def test_second_live_static_member_with_same_instance_id_fences_the_first(
+    group_muster: MusterProcess,  # noqa: F811
+) -> None:
+    b = group_muster.bootstrap
+    topic, group = "g-fence", "g-fence-group"
+    create_topic(b, topic, partitions=2)
+    everything = all_partitions(topic, 2)
+    conf = {"group.instance.id": "twin", "heartbeat.interval.ms": 300}
+    old = new = None
+    try:
+        old = GroupMember(b, group, [topic], **conf, **{"client.id": "twin-old"})
+        wait_group_stable(b, group, [old], everything, FORM_TIMEOUT)
+        new = GroupMember(b, group, [topic], **conf, **{"client.id": "twin-new"})
+        # the newcomer takes over the instance id; the old member's next request is
+        # answered FENCED_INSTANCE_ID, which librdkafka raises as a fatal error
+        wait_until(
+            lambda: any("fenced" in e.lower() for e in old.errors),
+            30,
+            "the old static member to be fenced",
+        )
+        wait_until(lambda: new.assignment() == everything, 30, "the new member to own the topic")
+        desc = describe_group(b, group)
+        # Kafka swaps the member id of the instance (client id/host stay the original's)
+        new_id = new.call(lambda c: c.memberid())
+        assert [(m.member_id, m.group_instance_id) for m in desc.members] == [(new_id, "twin")]
+    finally:
+        for m in (old, new):
             if m is not None:
                 m.abandon()

@@ -12,7 +12,7 @@ from muster.server.state import BrokerState, RequestContext
 
 
 def _read_partition(
-    state: BrokerState, name: str, p: Any, budget: int
+    state: BrokerState, name: str, p: Any, budget: int, min_one: bool
 ) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
     """(response entry, bytes returned, key to watch for new data or None)."""
     index = p.partition
@@ -39,7 +39,12 @@ def _read_partition(
         return entry, 0, None
     if offset >= visible or budget <= 0:
         return entry, 0, (name, index)
-    data = plog.read(offset, min(p.partition_max_bytes, budget), upper=visible)
+    limit = min(p.partition_max_bytes, budget)
+    data = plog.read(offset, limit, upper=visible)
+    if len(data) > limit and not min_one:
+        # KIP-74: only the first partition with data may exceed the limits
+        # (by one batch); a later one waits for the next fetch.
+        data = b""
     entry["records"] = data
     return entry, len(data), (name, index)
 
@@ -72,7 +77,7 @@ def _collect(
             else:
                 # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
                 entry, size, key = _read_partition(
-                    state, name, p, budget if total else max(budget, 1)
+                    state, name, p, budget if total else max(budget, 1), min_one=total == 0
                 )
             total += size
             budget -= size

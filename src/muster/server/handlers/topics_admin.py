@@ -17,6 +17,7 @@ PROTECTED = frozenset({"__consumer_offsets", "__muster_group_events"})
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {
         "min.insync.replicas",
+        "message.format.version",
         "compression.type",
         "unclean.leader.election.enable",
         "flush.messages",

@@ -1,0 +1,1032 @@
+"""The consumer: an asyncio core (`AIOConsumer`) and a blocking facade
+(`Consumer`).
+
+Group membership is the sans-IO `GroupMembership` (client/core); this
+module is its driver: it sends what the core asks for, feeds answers back,
+runs the heartbeat/auto-commit steps on a background task, and runs the join
+and the listener callbacks only inside the application's `poll`, as Java
+does. Fetching is pipelined: after `poll` hands out records, the next Fetch
+for those partitions is already on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from muster.client._runner import LoopThread, wait_event, with_timeout
+from muster.client.config import Config
+from muster.client.core.membership import Event, GroupMembership, Request
+from muster.client.errors import (
+    ConfigError,
+    KafkaError,
+    KafkaTimeoutError,
+    LeadershipError,
+    OffsetError,
+    error_for,
+)
+from muster.client.net import Cluster
+from muster.client.types import ConsumerRecord, TopicPartition
+from muster.records.batch import (
+    CONTROL_MASK,
+    TIMESTAMP_TYPE_MASK,
+    batch_payload,
+    decode_records,
+    iter_batches,
+)
+
+FETCH = 1
+LIST_OFFSETS = 2
+EARLIEST = -2
+LATEST = -1
+
+OFFSET_OUT_OF_RANGE = 1
+REFRESH_CODES = frozenset({3, 5, 6, 74, 75, 100})  # unknown topic, leader moved, epochs
+
+DEFAULTS: dict[str, Any] = {
+    "client.id": "muster-consumer",
+    "group.id": None,
+    "group.instance.id": None,
+    "enable.auto.commit": True,
+    "auto.commit.interval.ms": 5_000,
+    "auto.offset.reset": "latest",
+    "session.timeout.ms": 45_000,
+    "heartbeat.interval.ms": 3_000,
+    "max.poll.interval.ms": 300_000,
+    "partition.assignment.strategy": "range",
+    "fetch.min.bytes": 1,
+    "fetch.max.wait.ms": 500,
+    "fetch.max.bytes": 52_428_800,
+    "max.partition.fetch.bytes": 1_048_576,
+    "max.poll.records": 500,
+    "metadata.max.age.ms": 300_000,
+    "retry.backoff.ms": 100,
+    "request.timeout.ms": 30_000,
+    "client.rack": None,
+}
+
+TP = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def _strategy_names(value: Any) -> list[str]:
+    aliases = {
+        "org.apache.kafka.clients.consumer.rangeassignor": "range",
+        "org.apache.kafka.clients.consumer.roundrobinassignor": "roundrobin",
+        "org.apache.kafka.clients.consumer.stickyassignor": "sticky",
+        "org.apache.kafka.clients.consumer.cooperativestickyassignor": "cooperative-sticky",
+    }
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [aliases.get(i.strip().lower(), i.strip().lower()) for i in items if i.strip()]
+
+
+def _tp(value: Any) -> TopicPartition:
+    if isinstance(value, TopicPartition):
+        return value
+    if isinstance(value, tuple):
+        return TopicPartition(str(value[0]), int(value[1]))
+    return TopicPartition(str(value.topic), int(value.partition))
+
+
+def _offsets_arg(offsets: Any) -> dict[TopicPartition, int]:
+    """{tp: offset} from a mapping or from objects with .topic .partition .offset."""
+    if isinstance(offsets, Mapping):
+        return {_tp(k): int(v) for k, v in offsets.items()}
+    return {_tp(o): int(o.offset) for o in offsets}
+
+
+@dataclass
+class _Partition:
+    position: int | None = None
+    reset: int | None = None  # EARLIEST/LATEST when a reset is pending
+    paused: bool = False
+    high_watermark: int = -1
+
+
+@dataclass
+class _Completed:
+    tp: TopicPartition
+    fetch_offset: int
+    records: list[ConsumerRecord]
+    next_offset: int
+    index: int = 0
+
+
+@dataclass
+class _PollResult:
+    records: list[ConsumerRecord] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+class AIOConsumer:
+    """The asyncio consumer. Create and use it on one event loop."""
+
+    def __init__(self, conf: Mapping[str, Any]):
+        self.config = c = Config(conf, DEFAULTS)
+        self.group_id = c.opt_str("group.id")
+        reset = str(c.get("auto.offset.reset")).lower()
+        resets = {"earliest": EARLIEST, "smallest": EARLIEST, "beginning": EARLIEST}
+        resets |= {"latest": LATEST, "largest": LATEST, "end": LATEST}
+        if reset not in resets and reset not in ("none", "error"):
+            raise ConfigError(f"auto.offset.reset {reset!r} is not earliest, latest or none")
+        self.default_reset = resets.get(reset)
+        self.auto_commit = c.bool("enable.auto.commit") and self.group_id is not None
+        self.max_poll_records = c.int("max.poll.records")
+        self.fetch_max_wait_ms = c.int("fetch.max.wait.ms")
+        self.metadata_max_age_s = c.int("metadata.max.age.ms") / 1000
+        self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
+        self.request_timeout_s = c.int("request.timeout.ms") / 1000
+        self.cluster = Cluster(c.str("bootstrap.servers"), c.str("client.id"))
+        self.membership: GroupMembership | None = None
+        if self.group_id is not None:
+            self.membership = GroupMembership(
+                self.group_id,
+                assignors=_strategy_names(c.get("partition.assignment.strategy")),
+                session_timeout_ms=c.int("session.timeout.ms"),
+                max_poll_interval_ms=c.int("max.poll.interval.ms"),
+                heartbeat_interval_ms=c.int("heartbeat.interval.ms"),
+                group_instance_id=c.opt_str("group.instance.id"),
+                enable_auto_commit=self.auto_commit,
+                auto_commit_interval_ms=c.int("auto.commit.interval.ms"),
+                retry_backoff_ms=c.int("retry.backoff.ms"),
+                rack=c.opt_str("client.rack"),
+                now_ms=_now_ms(),
+            )
+        self.mode = "none"  # "assign" | "subscribe"
+        self.pattern: re.Pattern[str] | None = None
+        self.topics: frozenset[str] = frozenset()
+        self.listener: Any = None
+        self._parts: dict[TopicPartition, _Partition] = {}
+        self._buffer: deque[_Completed] = deque()
+        self._fetching: dict[int, set[TopicPartition]] = {}
+        self._resolving: set[TopicPartition] = set()
+        self._fetching_flags: set[str] = set()
+        self._kick = asyncio.Event()
+        self._errors: deque[KafkaError] = deque()
+        self._held: list[Request] = []
+        self._listener_events: deque[Event] = deque()
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._tags = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._group_task: asyncio.Task[None] | None = None
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._metadata_at = 0.0
+        self._closed = False
+        self._leave: list[Request] = []
+        self.facade: Any = None  # the blocking Consumer, handed to confluent-style callbacks
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> AIOConsumer:
+        await self.cluster.refresh_metadata([])
+        self._metadata_at = time.monotonic()
+        if self.membership is not None:
+            self._group_task = self._spawn(self._group_loop(), track=False)
+        return self
+
+    def _spawn(self, coro: Any, track: bool = True) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        if track:
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # never swallowed: raised by the next poll
+            self._errors.append(
+                exc if isinstance(exc, KafkaError) else KafkaError(f"internal error: {exc!r}")
+            )
+            self._kick.set()
+
+    async def close(self, autocommit: bool = True) -> None:
+        if self._closed:
+            return
+        try:
+            for event in await self._close_prepare(autocommit):
+                self._apply_before(event)
+                fn, args = self._callback_for(event)
+                if fn is not None:
+                    result = fn(*args)
+                    if inspect.isawaitable(result):
+                        await result
+                self._apply_after(event)
+        finally:
+            await self._close_finish()
+
+    async def _close_prepare(self, autocommit: bool) -> list[Event]:
+        """Commit (auto-commit) and prepare to leave; returns the revoke
+        events whose callbacks must run before the LeaveGroup goes out."""
+        m = self.membership
+        if m is None or self._closed:
+            return []
+        if self.auto_commit and self._parts and autocommit:
+            with contextlib.suppress(KafkaError, TimeoutError):
+                await with_timeout(self.commit(), self.request_timeout_s)
+        if self.mode != "subscribe":
+            return []
+        self._leave = m.close(_now_ms())
+        self._group_step(m, join=False)
+        events = list(self._listener_events)
+        self._listener_events.clear()
+        return events
+
+    async def _close_finish(self) -> None:
+        if self._closed:
+            return
+        m = self.membership
+        try:
+            if m is not None:
+                self._release_held()
+                for request in getattr(self, "_leave", []):
+                    with contextlib.suppress(KafkaError, TimeoutError):
+                        await with_timeout(self._send_core(request), 5)
+                m.finish_close()
+        finally:
+            self._closed = True
+            tasks = [t for t in (self._group_task, self._metadata_task, *self._tasks) if t]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
+            await self.cluster.close()
+
+    # ------------------------------------------------------------ assignment
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        tps = [_tp(p) for p in partitions]
+        if self.mode == "subscribe":
+            raise ConfigError("assign() after subscribe(): call unsubscribe() first")
+        if self.membership is not None and self.auto_commit and self._parts:
+            self.membership.commit(self._consumed_offsets())  # pending offsets first
+        self.mode = "assign" if tps else "none"
+        keep = {tp: self._parts.get(tp, _Partition()) for tp in tps}
+        self._parts = keep
+        self._kick.set()
+
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | re.Pattern[str],
+        listener: Any = None,
+        *,
+        on_assign: Callable[..., Any] | None = None,
+        on_revoke: Callable[..., Any] | None = None,
+        on_lost: Callable[..., Any] | None = None,
+    ) -> None:
+        """Subscribe to topics or to a regex (a `re.Pattern`, or a string
+        starting with "^" as librdkafka). `listener` may have
+        on_partitions_revoked/assigned/lost(partitions); confluent-style
+        on_assign/on_revoke/on_lost(consumer, partitions) also work."""
+        if self.membership is None:
+            raise ConfigError("subscribe() needs group.id")
+        if self.mode == "assign":
+            raise ConfigError("subscribe() after assign(): call unsubscribe() first")
+        if isinstance(topics, str) and topics.startswith("^"):
+            topics = re.compile(topics)
+        if isinstance(topics, re.Pattern):
+            self.pattern = topics
+            names: frozenset[str] = frozenset()
+        else:
+            if isinstance(topics, str):
+                topics = [topics]
+            names = frozenset(topics)
+            for name in names:
+                if not isinstance(name, str) or not name.strip():
+                    raise ConfigError("topic names must be non-empty strings")
+            self.pattern = None
+            if not names:
+                self.unsubscribe()
+                return
+        self.listener = listener
+        self._confluent_callbacks = (on_assign, on_revoke, on_lost)
+        self.mode = "subscribe"
+        self.topics = names
+        if self._metadata_task is None:
+            self._metadata_task = self._spawn(self._metadata_loop(), track=False)
+        if self.pattern is None:
+            self.membership.subscribe(names, _now_ms())
+        self._metadata_at = 0.0  # refresh now: the leader needs counts
+        self._kick.set()
+
+    def unsubscribe(self) -> None:
+        m = self.membership
+        if m is not None and self.mode == "subscribe":
+            for request in m.close(_now_ms()):
+                self._spawn(self._send_core(request))
+            m.finish_close()  # the revoke event reaches the listener on the next poll
+        self.mode = "none"
+        self.topics = frozenset()
+        self.pattern = None
+        self._parts.clear()
+        self._buffer.clear()
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._parts)
+
+    # ------------------------------------------------------------ positions
+
+    def position(self, partition: Any) -> int | None:
+        part = self._parts.get(_tp(partition))
+        if part is None:
+            raise KafkaError(f"{partition} is not assigned")
+        return part.position
+
+    def seek(self, partition: Any, offset: int | None = None) -> None:
+        if offset is None:  # a confluent TopicPartition carrying its offset
+            offset = int(partition.offset)
+        tp = _tp(partition)
+        part = self._parts.get(tp)
+        if part is None:
+            raise KafkaError(f"{tp} is not assigned")
+        if offset == EARLIEST or offset == LATEST:
+            part.position, part.reset = None, offset
+        else:
+            part.position, part.reset = int(offset), None
+        self._drop_buffered({tp})
+        self._kick.set()
+
+    def seek_to_beginning(self, partitions: Iterable[Any] | None = None) -> None:
+        for tp in self._targets(partitions):
+            self.seek(tp, EARLIEST)
+
+    def seek_to_end(self, partitions: Iterable[Any] | None = None) -> None:
+        for tp in self._targets(partitions):
+            self.seek(tp, LATEST)
+
+    def pause(self, partitions: Iterable[Any]) -> None:
+        for tp in self._targets(partitions):
+            self._parts[tp].paused = True
+        self._drop_buffered(set(self._targets(partitions)))
+
+    def resume(self, partitions: Iterable[Any]) -> None:
+        for tp in self._targets(partitions):
+            self._parts[tp].paused = False
+        self._kick.set()
+
+    def paused(self) -> set[TopicPartition]:
+        return {tp for tp, p in self._parts.items() if p.paused}
+
+    def _targets(self, partitions: Iterable[Any] | None) -> list[TopicPartition]:
+        if partitions is None:
+            return list(self._parts)
+        out = [_tp(p) for p in partitions]
+        for tp in out:
+            if tp not in self._parts:
+                raise KafkaError(f"{tp} is not assigned")
+        return out
+
+    def _drop_buffered(self, tps: set[TopicPartition]) -> None:
+        self._buffer = deque(c for c in self._buffer if c.tp not in tps)
+
+    def _consumed_offsets(self) -> dict[TP, int]:
+        return {tp: p.position for tp, p in self._parts.items() if p.position is not None}
+
+    # ------------------------------------------------------------ commits
+
+    def _new_future(self) -> tuple[int, asyncio.Future[Any]]:
+        self._tags += 1
+        future = asyncio.get_running_loop().create_future()
+        self._futures[self._tags] = future
+        return self._tags, future
+
+    async def commit(self, offsets: Any = None) -> dict[TopicPartition, int]:
+        """Commit `offsets` ({tp: next offset to read}) or the consumed
+        positions; raises CommitFailedError if the group rebalanced."""
+        m = self._require_group()
+        to_commit = self._consumed_offsets() if offsets is None else _offsets_arg(offsets)
+        if not to_commit:
+            return {}
+        tag, future = self._new_future()
+        m.commit(to_commit, tag)
+        self._kick.set()
+        await future
+        return {_tp(k): v for k, v in to_commit.items()}
+
+    def commit_nowait(
+        self, offsets: Any = None, callback: Callable[[KafkaError | None, Any], None] | None = None
+    ) -> asyncio.Future[Any]:
+        m = self._require_group()
+        to_commit = self._consumed_offsets() if offsets is None else _offsets_arg(offsets)
+        tag, future = self._new_future()
+        if not to_commit:
+            future.set_result({})
+        else:
+            m.commit(to_commit, tag)
+            self._kick.set()
+        if callback is not None:
+
+            def done(f: asyncio.Future[Any]) -> None:
+                exc = f.exception()
+                callback(
+                    exc if isinstance(exc, KafkaError) or exc is None else KafkaError(str(exc)),
+                    to_commit,
+                )
+
+            future.add_done_callback(done)
+        return future
+
+    async def committed(self, partitions: Iterable[Any]) -> dict[TopicPartition, int | None]:
+        m = self._require_group()
+        tps = [_tp(p) for p in partitions]
+        tag, future = self._new_future()
+        m.fetch_committed(tps, tag)
+        self._kick.set()
+        offsets = await future
+        return {tp: (offsets.get(tp) if offsets.get(tp, -1) >= 0 else None) for tp in tps}
+
+    def _require_group(self) -> GroupMembership:
+        if self.membership is None:
+            raise ConfigError("this operation needs group.id")
+        if self._group_task is None:
+            raise KafkaError("consumer not started")
+        return self.membership
+
+    # ------------------------------------------------------------ the group driver
+
+    async def _group_loop(self) -> None:
+        m = self.membership
+        assert m is not None
+        while not self._closed:
+            wake_at = self._group_step(m, join=False)
+            self._kick.clear()
+            timeout = None if wake_at is None else max(0.0, (wake_at - _now_ms()) / 1000)
+            await wait_event(self._kick, 1.0 if timeout is None else timeout)
+
+    def _group_step(self, m: GroupMembership, join: bool) -> int | None:
+        m.set_positions(self._consumed_offsets())
+        requests, wake_at = m.poll(_now_ms(), join=join)
+        while m.events:
+            event = m.events.popleft()
+            if event.kind in ("revoke", "assign", "lost"):
+                self._listener_events.append(event)
+            elif event.kind == "fatal":
+                self._errors.append(event.error or KafkaError("group failure"))
+            else:
+                future = self._futures.pop(event.tag, None) if isinstance(event.tag, int) else None
+                if future is not None and not future.done():
+                    if event.error is not None:
+                        future.set_exception(event.error)
+                    else:
+                        future.set_result(dict(event.offsets))
+                elif event.error is not None and event.tag == "auto":
+                    pass  # auto-commit: the next interval commits again
+        if self._listener_events:
+            self._held.extend(requests)  # send after the callbacks ran
+        else:
+            for request in requests:
+                self._spawn(self._send_core(request))
+        return wake_at
+
+    async def _send_core(self, request: Request) -> None:
+        m = self.membership
+        assert m is not None
+        try:
+            if request.to == "metadata":
+                topics = request.body["topics"]
+                await self.cluster.refresh_metadata(set(topics) | set(self.cluster.topics))
+                response: Any = self.cluster.partition_counts(topics)
+            elif request.to == "any":
+                response = await with_timeout(
+                    self.cluster.send_any(request.api_key, request.body), self.request_timeout_s
+                )
+            else:
+                if m.coordinator is None:
+                    raise KafkaError("coordinator unknown", code=15, retriable=True)
+                node, host, port = m.coordinator
+                conn = await self.cluster.coordinator_connection(node, host, port)
+                timeout = self.request_timeout_s
+                if request.kind == "join":
+                    timeout += m.max_poll_interval_ms / 1000
+                response = await with_timeout(conn.send(request.api_key, request.body), timeout)
+        except (KafkaError, TimeoutError) as exc:
+            error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError(str(request.kind))
+            m.on_failure(request, error, _now_ms())
+        else:
+            m.on_response(request, response, _now_ms())
+        self._kick.set()
+
+    async def _metadata_loop(self) -> None:
+        m = self.membership
+        assert m is not None
+        while not self._closed:
+            due = self._metadata_at + self.metadata_max_age_s
+            if time.monotonic() >= due:
+                await self._refresh_subscription_metadata(m)
+            await asyncio.sleep(min(max(0.05, due - time.monotonic()), 1.0))
+
+    async def _refresh_subscription_metadata(self, m: GroupMembership) -> None:
+        self._metadata_at = time.monotonic()
+        try:
+            if self.pattern is not None:
+                await self.cluster.refresh_metadata(None)
+                matching = {
+                    t
+                    for t in self.cluster.topics
+                    if self.pattern.fullmatch(t) and not t.startswith("__")
+                }
+                m.subscribe(matching, _now_ms())
+            else:
+                await self.cluster.refresh_metadata(set(self.topics) | set(self.cluster.topics))
+        except KafkaError:
+            self._metadata_at = time.monotonic() - self.metadata_max_age_s + self.retry_backoff_s
+            return
+        m.update_metadata(self.cluster.partition_counts(m.subscription), _now_ms())
+        self._kick.set()
+
+    def _apply_before(self, event: Event) -> None:
+        if event.kind == "assign":
+            for tp in event.partitions:
+                self._parts.setdefault(_tp(tp), _Partition())
+
+    def _apply_after(self, event: Event) -> None:
+        if event.kind in ("revoke", "lost"):
+            gone = {_tp(tp) for tp in event.partitions}
+            for tp in gone:
+                self._parts.pop(tp, None)
+            self._drop_buffered(gone)
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, []
+        for request in held:
+            self._spawn(self._send_core(request))
+        self._kick.set()
+
+    def _callback_for(self, event: Event) -> tuple[Callable[..., Any] | None, tuple[Any, ...]]:
+        parts = {_tp(tp) for tp in event.partitions}
+        names = {
+            "assign": "on_partitions_assigned",
+            "revoke": "on_partitions_revoked",
+            "lost": "on_partitions_lost",
+        }
+        fn = getattr(self.listener, names[event.kind], None) if self.listener else None
+        if fn is not None:
+            return fn, (parts,)
+        on_assign, on_revoke, on_lost = getattr(self, "_confluent_callbacks", (None, None, None))
+        cb = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost or on_revoke}[event.kind]
+        if cb is not None:
+            return cb, (self.facade or self, sorted(parts))
+        if event.kind == "lost" and self.listener is not None:
+            fn = getattr(self.listener, "on_partitions_revoked", None)  # Java's default
+            if fn is not None:
+                return fn, (parts,)
+        return None, ()
+
+    async def _run_listener_events(self, m: GroupMembership) -> None:
+        self._group_step(m, join=False)
+        while self._listener_events:
+            event = self._listener_events.popleft()
+            self._apply_before(event)
+            fn, args = self._callback_for(event)
+            if fn is not None:
+                result = fn(*args)
+                if inspect.isawaitable(result):
+                    await result
+            self._apply_after(event)
+        self._release_held()
+
+    # ------------------------------------------------------------ poll
+
+    async def poll(self, timeout_s: float = 0.0) -> list[ConsumerRecord]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            result = await self._poll(max(0.0, deadline - time.monotonic()), defer=False)
+            if result.records or time.monotonic() >= deadline:
+                return result.records
+
+    async def _poll(self, timeout_s: float, defer: bool) -> _PollResult:
+        """One poll. With defer, listener events stop the poll and are handed
+        back (the blocking facade runs them on the application's thread)."""
+        if self._closed:
+            raise KafkaError("consumer is closed")
+        deadline = time.monotonic() + timeout_s
+        m = self.membership
+        if m is not None:
+            m.app_polled(_now_ms())
+        while True:
+            if self._errors:
+                raise self._errors.popleft()
+            if m is not None and self.mode == "subscribe":
+                self._group_step(m, join=True)
+                if self._listener_events:
+                    if defer:
+                        events = list(self._listener_events)
+                        self._listener_events.clear()
+                        return _PollResult(events=events)
+                    await self._run_listener_events(m)
+                    continue
+            self._resolve_positions()
+            records = self._take_records()
+            self._send_fetches()
+            if records:
+                return _PollResult(records=records)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _PollResult()
+            self._kick.clear()
+            await wait_event(self._kick, remaining)
+
+    def _resolve_positions(self) -> None:
+        """Committed offset, else auto.offset.reset, for partitions without a position."""
+        need_committed = []
+        need_reset: dict[TopicPartition, int] = {}
+        for tp, part in self._parts.items():
+            if part.position is not None or tp in self._resolving:
+                continue
+            if part.reset is not None:
+                need_reset[tp] = part.reset
+            elif self.membership is not None:
+                need_committed.append(tp)
+            elif self.default_reset is not None:
+                need_reset[tp] = self.default_reset
+            else:
+                raise OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
+        if need_committed:
+            self._resolving.update(need_committed)
+            self._spawn(self._use_committed(need_committed))
+        if need_reset:
+            self._resolving.update(need_reset)
+            self._spawn(self._reset_offsets(need_reset))
+
+    async def _use_committed(self, tps: list[TopicPartition]) -> None:
+        try:
+            committed = await self.committed(tps)
+        finally:
+            self._resolving.difference_update(tps)
+        for tp, offset in committed.items():
+            part = self._parts.get(tp)
+            if part is None or part.position is not None:
+                continue
+            if offset is not None:
+                part.position = offset
+            elif self.default_reset is not None:
+                part.reset = self.default_reset
+            else:
+                raise OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
+        self._kick.set()
+
+    async def list_offsets(
+        self, request: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """{tp: timestamp or EARLIEST/LATEST} -> {tp: offset}, asked of each leader."""
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        missing = {tp.topic for tp in request if self.cluster.leader_for(*tp) is None}
+        if missing:
+            await self.cluster.refresh_metadata(missing | set(self.cluster.topics))
+        for tp, ts in request.items():
+            leader = self.cluster.leader_for(*tp)
+            if leader is None:
+                raise LeadershipError(f"no leader for {tp}", code=5)
+            by_leader.setdefault(leader, {})[tp] = ts
+        out: dict[TopicPartition, int] = {}
+        for leader, tps in by_leader.items():
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp, ts in tps.items():
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": ts, "current_leader_epoch": -1}
+                )
+            conn = await self.cluster.connection(leader)
+            response = await conn.send(
+                LIST_OFFSETS,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )
+            for t in response.topics:
+                for p in t.partitions:
+                    if int(p.error_code) != 0:
+                        raise error_for(
+                            int(p.error_code), f"ListOffsets {t.name}-{p.partition_index}"
+                        )
+                    out[TopicPartition(t.name, int(p.partition_index))] = int(p.offset)
+        return out
+
+    async def _reset_offsets(self, resets: dict[TopicPartition, int]) -> None:
+        try:
+            offsets = await self.list_offsets(resets)
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            await asyncio.sleep(self.retry_backoff_s)
+            offsets = {}
+        finally:
+            self._resolving.difference_update(resets)
+        for tp, offset in offsets.items():
+            part = self._parts.get(tp)
+            if part is not None and part.position is None and part.reset in (None, resets[tp]):
+                part.position, part.reset = offset, None
+        self._kick.set()
+
+    def _take_records(self) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        limit = self.max_poll_records
+        while self._buffer and len(out) < limit:
+            completed = self._buffer[0]
+            part = self._parts.get(completed.tp)
+            if part is None or part.paused or part.position != completed.fetch_offset:
+                self._buffer.popleft()  # stale: seeked, paused or revoked since
+                continue
+            take = completed.records[completed.index : completed.index + limit - len(out)]
+            out.extend(take)
+            completed.index += len(take)
+            if completed.index >= len(completed.records):
+                self._buffer.popleft()
+                end = completed.next_offset
+                if take:
+                    end = max(end, take[-1].offset + 1)
+                part.position = end
+            else:
+                part.position = take[-1].offset + 1
+                completed.fetch_offset = part.position
+        return out
+
+    def _send_fetches(self) -> None:
+        buffered = {c.tp for c in self._buffer}
+        in_flight = set().union(*self._fetching.values()) if self._fetching else set()
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        unknown = False
+        for tp, part in self._parts.items():
+            if part.position is None or part.paused or tp in buffered or tp in in_flight:
+                continue
+            leader = self.cluster.leader_for(*tp)
+            if leader is None:
+                unknown = True
+                continue
+            if leader in self._fetching:
+                continue
+            by_leader.setdefault(leader, {})[tp] = part.position
+        for leader, positions in by_leader.items():
+            self._fetching[leader] = set(positions)
+            self._spawn(self._fetch(leader, positions))
+        if unknown and "refresh" not in self._fetching_flags:
+            self._fetching_flags.add("refresh")
+            self._spawn(self._refresh_for_fetch())
+
+    async def _refresh_for_fetch(self) -> None:
+        try:
+            topics = {tp.topic for tp in self._parts} | set(self.cluster.topics)
+            with contextlib.suppress(KafkaError):
+                await self.cluster.refresh_metadata(topics)
+            await asyncio.sleep(self.retry_backoff_s)
+        finally:
+            self._fetching_flags.discard("refresh")
+            self._kick.set()
+
+    async def _fetch(self, leader: int, positions: dict[TopicPartition, int]) -> None:
+        c = self.config
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, offset in positions.items():
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": -1,
+                    "fetch_offset": offset,
+                    "last_fetched_epoch": -1,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": c.int("max.partition.fetch.bytes"),
+                }
+            )
+        body = {
+            "replica_id": -1,
+            "max_wait": self.fetch_max_wait_ms,
+            "min_bytes": c.int("fetch.min.bytes"),
+            "max_bytes": c.int("fetch.max.bytes"),
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        try:
+            conn = await self.cluster.connection(leader)
+            response = await with_timeout(
+                conn.send(FETCH, body), self.request_timeout_s + self.fetch_max_wait_ms / 1000
+            )
+        except (KafkaError, TimeoutError):
+            self._fetching.pop(leader, None)
+            self.cluster.topics.clear()  # find the leaders again before the next fetch
+            await asyncio.sleep(self.retry_backoff_s)
+            self._kick.set()
+            return
+        try:
+            self._handle_fetch(positions, response)
+        finally:
+            self._fetching.pop(leader, None)
+            self._kick.set()
+
+    def _handle_fetch(self, positions: dict[TopicPartition, int], response: Any) -> None:
+        if int(response.error_code) != 0:
+            raise error_for(int(response.error_code), "Fetch")
+        refresh = False
+        for t in response.responses:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, int(p.partition_index))
+                fetch_offset = positions.get(tp)
+                part = self._parts.get(tp)
+                if fetch_offset is None or part is None or part.position != fetch_offset:
+                    continue
+                code = int(p.error_code)
+                if code == OFFSET_OUT_OF_RANGE:
+                    if self.default_reset is None:
+                        raise OffsetError(f"offset {fetch_offset} out of range for {tp}", code=code)
+                    part.position, part.reset = None, self.default_reset
+                    continue
+                if code in REFRESH_CODES:
+                    refresh = True
+                    continue
+                if code != 0:
+                    raise error_for(code, f"Fetch {tp}")
+                part.high_watermark = int(p.high_watermark)
+                data = p.records
+                if not data:
+                    continue
+                records, next_offset = _decode(tp, data, fetch_offset)
+                if records or next_offset > fetch_offset:
+                    self._buffer.append(_Completed(tp, fetch_offset, records, next_offset))
+        if refresh:
+            self.cluster.topics.clear()  # leaders unknown until the next refresh
+
+
+def _decode(tp: TopicPartition, data: bytes, fetch_offset: int) -> tuple[list[ConsumerRecord], int]:
+    out: list[ConsumerRecord] = []
+    next_offset = fetch_offset
+    topic, partition = tp
+    for header in iter_batches(data):
+        end = header.base_offset + header.last_offset_delta + 1
+        if end <= fetch_offset:
+            continue
+        next_offset = max(next_offset, end)
+        if header.attributes & CONTROL_MASK:
+            continue
+        ts_type = 1 if header.attributes & TIMESTAMP_TYPE_MASK else 0
+        for r in decode_records(header, batch_payload(data, header)):
+            if r.offset is None or r.offset < fetch_offset:
+                continue
+            out.append(
+                ConsumerRecord(
+                    topic,
+                    partition,
+                    r.offset,
+                    r.key,
+                    r.value,
+                    tuple(r.headers),
+                    r.timestamp if r.timestamp is not None else -1,
+                    ts_type,
+                )
+            )
+    return out, next_offset
+
+
+class Consumer:
+    """Blocking consumer over `AIOConsumer` on its own I/O thread. Listener
+    callbacks run on the caller's thread inside `poll`, so they may call
+    `commit`, `seek`, `position` and friends."""
+
+    def __init__(self, conf: Mapping[str, Any]):
+        self._runner = LoopThread("muster-consumer")
+        try:
+            self._aio: AIOConsumer = self._runner.run(self._make(conf), 60)
+            self._aio.facade = self
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    @staticmethod
+    async def _make(conf: Mapping[str, Any]) -> AIOConsumer:
+        return await AIOConsumer(conf).start()
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        async def run() -> Any:
+            return fn(*args, **kwargs)
+
+        return self._runner.run(run())
+
+    # assignment
+    def subscribe(self, topics: Any, listener: Any = None, **callbacks: Any) -> None:
+        self._call(self._aio.subscribe, topics, listener, **callbacks)
+
+    def unsubscribe(self) -> None:
+        self._call(self._aio.unsubscribe)
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        self._call(self._aio.assign, list(partitions))
+
+    def unassign(self) -> None:
+        self._call(self._aio.assign, [])
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._call(self._aio.assignment)
+
+    # positions
+    def position(self, partition: Any) -> int | None:
+        return self._call(self._aio.position, partition)
+
+    def seek(self, partition: Any, offset: int | None = None) -> None:
+        self._call(self._aio.seek, partition, offset)
+
+    def seek_to_beginning(self, partitions: Iterable[Any] | None = None) -> None:
+        self._call(self._aio.seek_to_beginning, partitions)
+
+    def seek_to_end(self, partitions: Iterable[Any] | None = None) -> None:
+        self._call(self._aio.seek_to_end, partitions)
+
+    def pause(self, partitions: Iterable[Any]) -> None:
+        self._call(self._aio.pause, list(partitions))
+
+    def resume(self, partitions: Iterable[Any]) -> None:
+        self._call(self._aio.resume, list(partitions))
+
+    def paused(self) -> set[TopicPartition]:
+        return self._call(self._aio.paused)
+
+    def member_state(self) -> str:
+        m = self._aio.membership
+        return "UNJOINED" if m is None else m.state.value
+
+    # offsets
+    def commit(
+        self,
+        offsets: Any = None,
+        asynchronous: bool = False,
+        callback: Callable[[KafkaError | None, Any], None] | None = None,
+        timeout: float | None = 30.0,
+    ) -> dict[TopicPartition, int] | None:
+        """Synchronous by default (Java's commitSync); with asynchronous=True
+        returns at once and `callback(error, offsets)` runs on the I/O thread."""
+        if asynchronous:
+            self._call(self._aio.commit_nowait, offsets, callback)
+            return None
+        return self._runner.run(self._aio.commit(offsets), timeout)
+
+    def committed(
+        self, partitions: Iterable[Any], timeout: float | None = 30.0
+    ) -> dict[TopicPartition, int | None]:
+        return self._runner.run(self._aio.committed(list(partitions)), timeout)
+
+    def list_offsets(
+        self, request: Mapping[Any, int], timeout: float | None = 30.0
+    ) -> dict[TopicPartition, int]:
+        return self._runner.run(
+            self._aio.list_offsets({_tp(k): v for k, v in request.items()}), timeout
+        )
+
+    # poll
+    def poll(self, timeout: float = 1.0) -> list[ConsumerRecord]:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = max(0.0, deadline - time.monotonic())
+            result: _PollResult = self._runner.run(self._aio._poll(remaining, defer=True))
+            if not result.events:
+                if result.records or time.monotonic() >= deadline:
+                    return result.records
+                continue
+            try:
+                self._run_callbacks(result.events)
+            finally:
+                self._call(self._aio._release_held)
+
+    def _run_callbacks(self, events: list[Event]) -> None:
+        for event in events:
+            self._call(self._aio._apply_before, event)
+            fn, args = self._aio._callback_for(event)
+            if fn is not None:
+                fn(*args)
+            self._call(self._aio._apply_after, event)
+
+    def consume(self, num_messages: int = 1, timeout: float = 1.0) -> list[ConsumerRecord]:
+        return self.poll(timeout)[:num_messages] if num_messages > 0 else []
+
+    def close(self, autocommit: bool = True) -> None:
+        """Commit (with auto-commit), run the revoke callback here, leave the
+        group (dynamic members) and close the connections."""
+        if self._runner.loop.is_closed():
+            return
+        try:
+            try:
+                events = self._runner.run(self._aio._close_prepare(autocommit), 60)
+                self._run_callbacks(events)
+            finally:
+                self._runner.run(self._aio._close_finish(), 60)
+        finally:
+            self._runner.stop()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

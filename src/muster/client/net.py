@@ -1,0 +1,411 @@
+"""The client's network edge: one asyncio connection per broker and a small
+cluster view (bootstrap, metadata, least-loaded node).
+
+`Connection` frames requests, assigns correlation ids, pipelines (many
+requests in flight, answers matched by correlation id), negotiates versions
+with ApiVersions (highest version both sides speak, per API) and fails every
+pending request with `KafkaConnectionError` when the socket dies: nothing is
+left hanging and nothing is logged and dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from muster.client._runner import with_timeout
+from muster.client.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    ProtocolError,
+    UnsupportedError,
+    error_for,
+)
+from muster.protocol.client_codec import decode_response, encode_request, peek_correlation_id
+from muster.protocol.codec import DecodeError, request_schema
+
+_SIZE = struct.Struct(">i")
+
+API_VERSIONS = 18
+METADATA = 3
+
+# The highest version of each API whose request shape this client fills in.
+# (Fetch v13+/Produce v13+ address topics by id; OffsetFetch v8+ batches groups.)
+CLIENT_MAX: dict[int, int] = {
+    0: 9,  # Produce
+    1: 12,  # Fetch
+    2: 7,  # ListOffsets
+    3: 12,  # Metadata
+    8: 8,  # OffsetCommit
+    9: 7,  # OffsetFetch
+    10: 4,  # FindCoordinator
+    11: 9,  # JoinGroup
+    12: 4,  # Heartbeat
+    13: 5,  # LeaveGroup
+    14: 5,  # SyncGroup
+    15: 5,  # DescribeGroups
+    16: 4,  # ListGroups
+    18: 3,  # ApiVersions
+    19: 7,  # CreateTopics
+    20: 5,  # DeleteTopics
+    22: 4,  # InitProducerId
+    37: 3,  # CreatePartitions
+    42: 2,  # DeleteGroups
+    47: 0,  # OffsetDelete
+}
+
+
+@cache
+def client_versions(api_key: int) -> tuple[int, int]:
+    """(lowest, highest) version the client can encode for `api_key`."""
+    top = CLIENT_MAX.get(api_key, -1)
+    known = [v for v in range(top + 1) if _has_schema(api_key, v)]
+    if not known:
+        return (0, -1)
+    return (min(known), max(known))
+
+
+def _has_schema(api_key: int, version: int) -> bool:
+    try:
+        request_schema(api_key, version)
+    except Exception:
+        return False
+    return True
+
+
+@dataclass
+class _Pending:
+    api_key: int
+    version: int
+    future: asyncio.Future[Any]
+
+
+class Connection:
+    """One TCP connection to one broker."""
+
+    def __init__(self, host: str, port: int, client_id: str = "muster", node_id: int = -1):
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.node_id = node_id
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._read_task: asyncio.Task[None] | None = None
+        self._closed: KafkaError | None = None
+
+    def __repr__(self) -> str:
+        return f"Connection(node={self.node_id}, {self.host}:{self.port})"
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and self._closed is None
+
+    async def connect(self, timeout_s: float = 10.0) -> Connection:
+        try:
+            self._reader, self._writer = await with_timeout(
+                asyncio.open_connection(self.host, self.port), timeout_s
+            )
+        except (TimeoutError, OSError) as exc:
+            raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        await self._negotiate()
+        return self
+
+    async def _negotiate(self) -> None:
+        body = {"client_software_name": "muster", "client_software_version": "0.1"}
+        response = await self.send(API_VERSIONS, body, version=3)
+        if response.error_code == 35:  # UNSUPPORTED_VERSION: answered as v0
+            response = await self.send(API_VERSIONS, {}, version=0)
+        if response.error_code != 0:
+            raise error_for(response.error_code, "ApiVersions")
+        self.versions = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
+        }
+
+    def version_for(self, api_key: int) -> int:
+        """The highest version of `api_key` both sides speak."""
+        lo, hi = client_versions(api_key)
+        if api_key == API_VERSIONS and not self.versions:
+            return hi
+        broker = self.versions.get(api_key)
+        if broker is None:
+            raise UnsupportedError(f"broker {self.host}:{self.port} lacks api {api_key}")
+        best = min(hi, broker[1])
+        if best < max(lo, broker[0]):
+            raise UnsupportedError(
+                f"api {api_key}: broker speaks v{broker[0]}-{broker[1]}, client v{lo}-{hi}"
+            )
+        return best
+
+    def supports(self, api_key: int) -> bool:
+        try:
+            self.version_for(api_key)
+        except UnsupportedError:
+            return False
+        return True
+
+    def send_nowait(
+        self,
+        api_key: int,
+        body: Mapping[str, Any] | Any,
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> asyncio.Future[Any]:
+        """Write the request now; the future resolves with the decoded
+        response (or None when no response is expected, e.g. acks=0)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if self._closed is not None:
+            future.set_exception(self._closed)
+            return future
+        if self._writer is None:
+            future.set_exception(KafkaConnectionError(f"{self!r} is not connected"))
+            return future
+        if version is None:
+            version = self.version_for(api_key)
+        correlation_id = next(self._ids)
+        frame = encode_request(api_key, version, correlation_id, self.client_id, body)
+        if expect_response:
+            self._pending[correlation_id] = _Pending(api_key, version, future)
+        else:
+            future.set_result(None)
+        self._writer.write(frame)
+        return future
+
+    async def send(
+        self,
+        api_key: int,
+        body: Mapping[str, Any] | Any,
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> Any:
+        return await self.send_nowait(api_key, body, version, expect_response)
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        error: KafkaError
+        try:
+            while True:
+                size_bytes = await self._reader.readexactly(4)
+                (size,) = _SIZE.unpack(size_bytes)
+                frame = await self._reader.readexactly(size)
+                correlation_id = peek_correlation_id(frame)
+                pending = self._pending.pop(correlation_id, None)
+                if pending is None:
+                    raise ProtocolError(f"unexpected correlation id {correlation_id}")
+                try:
+                    _cid, response = decode_response(pending.api_key, pending.version, frame)
+                except DecodeError as exc:
+                    if not pending.future.done():
+                        pending.future.set_exception(ProtocolError(str(exc)))
+                    continue
+                if not pending.future.done():
+                    pending.future.set_result(response)
+        except asyncio.CancelledError:
+            error = KafkaConnectionError(f"{self!r} closed")
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            error = KafkaConnectionError(f"{self!r} lost: {exc!r}")
+        except KafkaError as exc:
+            error = exc
+        self._fail(error)
+
+    def _fail(self, error: KafkaError) -> None:
+        if self._closed is None:
+            self._closed = error
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            if not p.future.done():
+                p.future.set_exception(error)
+        if self._writer is not None:
+            self._writer.close()
+
+    async def close(self) -> None:
+        self._fail(KafkaConnectionError(f"{self!r} closed"))
+        if self._read_task is not None:
+            self._read_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._read_task
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        host, _, port = item.rpartition(":")
+        out.append((host.strip("[]") or "localhost", int(port or 9092)))
+    if not out:
+        raise ValueError("bootstrap.servers is empty")
+    return out
+
+
+@dataclass
+class TopicMeta:
+    name: str
+    error_code: int
+    partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader
+
+
+class Cluster:
+    """Brokers, topics and leaders as the last Metadata said, plus one
+    connection per broker."""
+
+    def __init__(self, bootstrap: str | Iterable[str], client_id: str = "muster"):
+        self.bootstrap_servers = parse_bootstrap(bootstrap)
+        self.client_id = client_id
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: dict[str, TopicMeta] = {}
+        self.controller_id = -1
+        self._conns: dict[int, Connection] = {}
+        self._connecting: dict[int, asyncio.Future[Connection]] = {}
+        self._bootstrap_conn: Connection | None = None
+        self._coord_conns: dict[tuple[str, int], Connection] = {}
+        self.metadata_version = 0  # bumped on every refresh
+
+    async def _bootstrap(self) -> Connection:
+        errors = []
+        servers = list(self.bootstrap_servers)
+        random.shuffle(servers)
+        for host, port in servers:
+            conn = Connection(host, port, self.client_id)
+            try:
+                return await conn.connect()
+            except KafkaError as exc:
+                errors.append(exc)
+        raise KafkaConnectionError(f"no bootstrap server reachable: {errors}")
+
+    async def connection(self, node_id: int) -> Connection:
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.connected:
+            return conn
+        pending = self._connecting.get(node_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        if node_id not in self.brokers:
+            await self.refresh_metadata()
+            if node_id not in self.brokers:
+                raise KafkaConnectionError(f"unknown broker {node_id}")
+        host, port = self.brokers[node_id]
+        future: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+        self._connecting[node_id] = future
+        try:
+            conn = await Connection(host, port, self.client_id, node_id).connect()
+        except KafkaError as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: awaiting callers get it too
+            raise
+        finally:
+            self._connecting.pop(node_id, None)
+        self._conns[node_id] = conn
+        future.set_result(conn)
+        return conn
+
+    async def coordinator_connection(self, node_id: int, host: str, port: int) -> Connection:
+        """A dedicated connection to a group coordinator, so group requests
+        never queue behind fetches (as Java's coordinator connection)."""
+        key = (host, port)
+        conn = self._coord_conns.get(key)
+        if conn is not None and conn.connected:
+            return conn
+        conn = await Connection(host, port, self.client_id, node_id).connect()
+        old = self._coord_conns.get(key)
+        self._coord_conns[key] = conn
+        if old is not None:
+            await old.close()
+        return conn
+
+    async def any_connection(self) -> Connection:
+        """The least-loaded live connection (fewest requests in flight), or a
+        new one to a known broker, or the bootstrap connection."""
+        live = [c for c in self._conns.values() if c.connected]
+        if live:
+            return min(live, key=lambda c: c.in_flight)
+        for node_id in sorted(self.brokers, key=lambda _n: random.random()):
+            with contextlib.suppress(KafkaError):
+                return await self.connection(node_id)
+        if self._bootstrap_conn is None or not self._bootstrap_conn.connected:
+            self._bootstrap_conn = await self._bootstrap()
+        return self._bootstrap_conn
+
+    async def send_any(self, api_key: int, body: Mapping[str, Any] | Any) -> Any:
+        conn = await self.any_connection()
+        return await conn.send(api_key, body)
+
+    async def refresh_metadata(self, topics: Iterable[str] | None = None) -> dict[str, TopicMeta]:
+        """Refresh brokers and the given topics (None: all topics)."""
+        conn = await self.any_connection()
+        version = conn.version_for(METADATA)
+        names = None if topics is None else sorted(set(topics))
+        if names is None:
+            wanted: Any = None if version >= 1 else []
+        else:
+            wanted = [{"name": t} for t in names]
+        body = {"topics": wanted, "allow_auto_topic_creation": False}
+        response = await conn.send(METADATA, body, version)
+        self.brokers = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+        self.controller_id = int(getattr(response, "controller_id", -1))
+        fresh: dict[str, TopicMeta] = {}
+        for t in response.topics:
+            meta = TopicMeta(
+                t.name,
+                int(t.error_code),
+                {int(p.partition_index): int(p.leader_id) for p in t.partitions},
+            )
+            fresh[t.name] = meta
+        if names is None:
+            self.topics = {n: m for n, m in fresh.items() if m.error_code == 0}
+        else:
+            for n in names:
+                m = fresh.get(n)
+                if m is not None and m.error_code == 0 and m.partitions:
+                    self.topics[n] = m
+                else:
+                    self.topics.pop(n, None)
+        for node_id, conn_ in list(self._conns.items()):
+            if node_id not in self.brokers or not conn_.connected:
+                self._conns.pop(node_id)
+                await conn_.close()
+        self.metadata_version += 1
+        return fresh
+
+    def partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
+        names = self.topics if topics is None else topics
+        return {t: len(self.topics[t].partitions) for t in names if t in self.topics}
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        meta = self.topics.get(topic)
+        if meta is None:
+            return None
+        leader = meta.partitions.get(partition)
+        return None if leader is None or leader < 0 else leader
+
+    async def close(self) -> None:
+        conns = list(self._conns.values()) + list(self._coord_conns.values())
+        self._coord_conns.clear()
+        if self._bootstrap_conn is not None:
+            conns.append(self._bootstrap_conn)
+        self._conns.clear()
+        self._bootstrap_conn = None
+        for conn in conns:
+            await conn.close()

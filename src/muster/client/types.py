@@ -1,0 +1,32 @@
+"""Public value types of the client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic; equal to (and hashes as) the plain tuple."""
+
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+    timestamp_type: int = 0  # 0 CreateTime, 1 LogAppendTime
+
+    # confluent-kafka's Message accessors, so code ports over.
+    def error(self) -> None:
+        return None
+
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
