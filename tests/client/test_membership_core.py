@@ -332,6 +332,11 @@ def test_max_poll_interval_leaves_then_next_poll_rejoins():
     assert "reason" in leave.body["members"][0]
     assert m.state is MemberState.UNJOINED and m.member_id == ""
     assert m.poll(clock.advance(5_000))[0] == []  # no rejoin until the app polls
+    m.commit({("t", 0): 1}, tag=9)  # not a member any more: fails at once
+    m.poll(clock.now)
+    (failed,) = list(m.events)
+    assert isinstance(failed.error, CommitFailedError)
+    m.events.clear()
     m.app_polled(clock.now)
     assert events(m) == [("lost", frozenset({("t", 0), ("t", 1)}))]
     assert kinds(m.poll(clock.now)[0]) == ["join"]

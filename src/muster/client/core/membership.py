@@ -316,9 +316,11 @@ class GroupMembership:
             and self.state is not MemberState.STABLE
             and commit is not self._prepare_commit
         ):
-            if self.state is MemberState.UNJOINED and not self.assignment:
+            if self.state is MemberState.UNJOINED:
                 self._commits.popleft()
-                self._commit_failed(commit, CommitFailedError("not a member of the group"))
+                self._commit_failed(
+                    commit, CommitFailedError("not a member of the group (no generation)")
+                )
             return  # otherwise wait for the rebalance to finish
         self._commits.popleft()
         self._commit_in_flight = commit
