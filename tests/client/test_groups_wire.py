@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Consumer as CConsumer
 
 from muster.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from tests.client.conftest import session_conf
 from tests.wire.clients import create_topic
 
 
@@ -27,8 +28,8 @@ def confluent_assignment(consumer: CConsumer) -> set[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_mixed_group_with_confluent_splits_and_survives_leaves(muster_broker, topic_name, strategy):
-    bootstrap = muster_broker.bootstrap
+def test_mixed_group_with_confluent_splits_and_survives_leaves(broker, topic_name, strategy):
+    bootstrap = broker.bootstrap
     create_topic(bootstrap, topic_name, 6)
     produce(bootstrap, topic_name, 600)
     group = f"{topic_name}-mixed"
@@ -37,8 +38,7 @@ def test_mixed_group_with_confluent_splits_and_survives_leaves(muster_broker, to
         "group.id": group,
         "auto.offset.reset": "earliest",
         "partition.assignment.strategy": strategy,
-        "session.timeout.ms": 10000,
-        "heartbeat.interval.ms": 500,
+        **session_conf(broker),
         "enable.auto.commit": True,
         "auto.commit.interval.ms": 200,
     }
@@ -89,8 +89,8 @@ def test_mixed_group_with_confluent_splits_and_survives_leaves(muster_broker, to
     assert seen == set(range(600))
 
 
-def test_pattern_subscription_picks_up_new_topic(muster_broker, topic_name):
-    bootstrap = muster_broker.bootstrap
+def test_pattern_subscription_picks_up_new_topic(broker, topic_name):
+    bootstrap = broker.bootstrap
     prefix = f"{topic_name}-pat"
     create_topic(bootstrap, f"{prefix}-a", 1)
     consumer = Consumer(
@@ -99,7 +99,7 @@ def test_pattern_subscription_picks_up_new_topic(muster_broker, topic_name):
             "group.id": f"{prefix}-g",
             "auto.offset.reset": "earliest",
             "metadata.max.age.ms": 300,
-            "heartbeat.interval.ms": 200,
+            **session_conf(broker),
         }
     )
     try:
@@ -196,9 +196,9 @@ def test_max_poll_interval_leaves_and_next_poll_rejoins(muster_broker, topic_nam
         other.close()
 
 
-def test_revoke_callback_can_commit(muster_broker, topic_name):
+def test_revoke_callback_can_commit(broker, topic_name):
     """Callbacks run on the caller's thread, so they may call the consumer."""
-    bootstrap = muster_broker.bootstrap
+    bootstrap = broker.bootstrap
     create_topic(bootstrap, topic_name, 2)
     produce(bootstrap, topic_name, 20)
     group = f"{topic_name}-g"
@@ -207,7 +207,7 @@ def test_revoke_callback_can_commit(muster_broker, topic_name):
         "group.id": group,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "heartbeat.interval.ms": 200,
+        **session_conf(broker),
     }
     consumer = Consumer(conf)
     committed: list = []
@@ -226,4 +226,5 @@ def test_revoke_callback_can_commit(muster_broker, topic_name):
         consumer.close()
     assert committed and sum(committed[0].values()) == 20
     with Admin({"bootstrap.servers": bootstrap}) as admin:
-        assert sum(admin.list_group_offsets(group).values()) == 20
+        parts = [TopicPartition(topic_name, p) for p in range(2)]
+        assert sum(admin.list_group_offsets(group, parts).values()) == 20

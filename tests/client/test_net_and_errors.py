@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import asyncio
 import struct
+import warnings
 from pathlib import Path
 
 import pytest
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from muster.client import errors
 from muster.client.net import Cluster, Connection, client_versions, parse_bootstrap
@@ -17,6 +17,10 @@ from muster.client.partitioner import murmur2, partition_for_key
 from muster.protocol.client_codec import decode_response, encode_request
 from muster.protocol.codec import encode_response
 from muster.protocol.header import parse_request_header, response_header
+
+with warnings.catch_warnings():  # kafka-python's import is noisy
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 # Kafka's UtilsTest.testMurmur2 vectors (the Java client's partitioner hash).
 JAVA_MURMUR2 = {

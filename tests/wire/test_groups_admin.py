@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import (
     Consumer,
+    ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
@@ -31,9 +32,10 @@ from tests.wire.group_helpers import (
 )
 
 
-def _listed_states(bootstrap: str) -> dict[str, str]:
+def _listed_states(bootstrap: str, *states: ConsumerGroupState) -> dict[str, str]:
     client = admin(bootstrap)  # must outlive its futures
-    result = client.list_consumer_groups(request_timeout=15).result(timeout=20)
+    kwargs: dict[str, object] = {"states": set(states)} if states else {}
+    result = client.list_consumer_groups(request_timeout=15, **kwargs).result(timeout=20)
     assert not result.errors, result.errors
     return {g.group_id: g.state.name for g in result.valid}
 
@@ -69,6 +71,9 @@ def test_admin_clients_list_describe_alter_and_delete(
 
         # --- a live group
         assert _listed_states(b)[group] == "STABLE"
+        # ListGroups state filters (KIP-518)
+        assert _listed_states(b, ConsumerGroupState.STABLE).get(group) == "STABLE"
+        assert group not in _listed_states(b, ConsumerGroupState.EMPTY)
         desc = describe_group(b, group)
         assert desc.group_id == group and not desc.is_simple_consumer_group
         assert desc.state.name == "STABLE" and desc.partition_assignor == "range"
@@ -109,6 +114,8 @@ def test_admin_clients_list_describe_alter_and_delete(
         for m in members:
             m.close()
         wait_until(lambda: _listed_states(b).get(group) == "EMPTY", 20, "group listed EMPTY")
+        assert _listed_states(b, ConsumerGroupState.EMPTY).get(group) == "EMPTY"
+        assert group not in _listed_states(b, ConsumerGroupState.STABLE)
         assert describe_group(b, group).state.name == "EMPTY"
         assert describe_group(b, group).members == []
         assert _listed_offsets(b, group) == consumed

@@ -60,8 +60,12 @@ def test_group_of_five_then_six_then_five_covers_every_partition_once(
         _consume_exactly_once(members, batch_a, 30)
 
         # a sixth member joins: everybody rebalances, still one owner per partition
+        seen_events = [len(m.event_log()) for m in members]
         members.append(GroupMember(b, group, [topic], **{"client.id": "c5"}))
         wait_group_stable(b, group, members, everything, FORM_TIMEOUT)
+        for m, n in zip(members[:5], seen_events, strict=True):
+            kinds = [k for k, _ in m.event_log()[n:]]
+            assert "revoke" in kinds and "assign" in kinds, (m.name, m.event_log())
         assert members[5].assignment(), "the new member got no partitions"
         desc = describe_group(b, group)
         assert sorted(m.client_id for m in desc.members) == [f"c{i}" for i in range(6)]

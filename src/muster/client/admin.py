@@ -86,7 +86,11 @@ class AIOAdmin:
     def __init__(self, conf: Mapping[str, Any]):
         self.config = Config(conf, DEFAULTS)
         self.timeout_ms = self.config.int("request.timeout.ms")
-        self.cluster = Cluster(self.config.str("bootstrap.servers"), self.config.str("client.id"))
+        self.cluster = Cluster(
+            self.config.str("bootstrap.servers"),
+            self.config.str("client.id"),
+            self.timeout_ms / 1000,
+        )
 
     async def start(self) -> AIOAdmin:
         await self.cluster.refresh_metadata([])

@@ -146,7 +146,9 @@ class AIOConsumer:
         self.metadata_max_age_s = c.int("metadata.max.age.ms") / 1000
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
         self.request_timeout_s = c.int("request.timeout.ms") / 1000
-        self.cluster = Cluster(c.str("bootstrap.servers"), c.str("client.id"))
+        self.cluster = Cluster(
+            c.str("bootstrap.servers"), c.str("client.id"), c.int("request.timeout.ms") / 1000
+        )
         self.membership: GroupMembership | None = None
         if self.group_id is not None:
             self.membership = GroupMembership(

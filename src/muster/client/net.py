@@ -24,6 +24,7 @@ from muster.client._runner import with_timeout
 from muster.client.errors import (
     KafkaConnectionError,
     KafkaError,
+    KafkaTimeoutError,
     ProtocolError,
     UnsupportedError,
     error_for,
@@ -122,7 +123,14 @@ class Connection:
         except (TimeoutError, OSError) as exc:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._negotiate()
+        try:
+            await with_timeout(self._negotiate(), timeout_s)
+        except TimeoutError:
+            await self.close()
+            raise KafkaConnectionError(f"{self!r}: no ApiVersions answer in {timeout_s}s") from None
+        except KafkaError:
+            await self.close()
+            raise
         return self
 
     async def _negotiate(self) -> None:
@@ -271,9 +279,15 @@ class Cluster:
     """Brokers, topics and leaders as the last Metadata said, plus one
     connection per broker."""
 
-    def __init__(self, bootstrap: str | Iterable[str], client_id: str = "muster"):
+    def __init__(
+        self,
+        bootstrap: str | Iterable[str],
+        client_id: str = "muster",
+        request_timeout_s: float = 30.0,
+    ):
         self.bootstrap_servers = parse_bootstrap(bootstrap)
         self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
         self.brokers: dict[int, tuple[str, int]] = {}
         self.topics: dict[str, TopicMeta] = {}
         self.controller_id = -1
@@ -350,7 +364,10 @@ class Cluster:
 
     async def send_any(self, api_key: int, body: Mapping[str, Any] | Any) -> Any:
         conn = await self.any_connection()
-        return await conn.send(api_key, body)
+        try:
+            return await with_timeout(conn.send(api_key, body), self.request_timeout_s)
+        except TimeoutError:
+            raise KafkaTimeoutError(f"api {api_key} to {conn!r}") from None
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> dict[str, TopicMeta]:
         """Refresh brokers and the given topics (None: all topics)."""
@@ -362,7 +379,12 @@ class Cluster:
         else:
             wanted = [{"name": t} for t in names]
         body = {"topics": wanted, "allow_auto_topic_creation": False}
-        response = await conn.send(METADATA, body, version)
+        try:
+            response = await with_timeout(
+                conn.send(METADATA, body, version), self.request_timeout_s
+            )
+        except TimeoutError:
+            raise KafkaTimeoutError(f"metadata from {conn!r}") from None
         self.brokers = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
         self.controller_id = int(getattr(response, "controller_id", -1))
         fresh: dict[str, TopicMeta] = {}

@@ -141,7 +141,9 @@ class AIOProducer:
         self.request_timeout_ms = c.int("request.timeout.ms")
         self.delivery_timeout_s = c.int("delivery.timeout.ms") / 1000
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
-        self.cluster = Cluster(c.str("bootstrap.servers"), c.str("client.id"))
+        self.cluster = Cluster(
+            c.str("bootstrap.servers"), c.str("client.id"), c.int("request.timeout.ms") / 1000
+        )
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
