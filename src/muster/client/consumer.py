@@ -324,16 +324,42 @@ class AIOConsumer:
         self._kick.set()
 
     def unsubscribe(self) -> None:
+        """Revoke (callbacks run now), leave the group, forget the assignment."""
+        for event in self._unsubscribe_prepare():
+            self._apply_before(event)
+            fn, args = self._callback_for(event)
+            if fn is not None:
+                result = fn(*args)
+                if inspect.isawaitable(result):
+                    self._spawn(result)
+            self._apply_after(event)
+        self._unsubscribe_finish()
+
+    def _unsubscribe_prepare(self) -> list[Event]:
         m = self.membership
+        if m is None or self.mode != "subscribe":
+            return []
+        self._leave = m.close(_now_ms())
+        events = [e for e in m.events if e.kind in ("revoke", "assign", "lost")]
+        kept = [e for e in m.events if e.kind not in ("revoke", "assign", "lost")]
+        m.events.clear()
+        m.events.extend(kept)
+        return list(self._listener_events) + events
+
+    def _unsubscribe_finish(self) -> None:
+        m = self.membership
+        self._listener_events.clear()
         if m is not None and self.mode == "subscribe":
-            for request in m.close(_now_ms()):
+            for request in [*self._held, *self._leave]:
                 self._spawn(self._send_core(request))
-            m.finish_close()  # the revoke event reaches the listener on the next poll
+            self._held, self._leave = [], []
+            m.finish_close()
         self.mode = "none"
         self.topics = frozenset()
         self.pattern = None
         self._parts.clear()
         self._buffer.clear()
+        self._kick.set()
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._parts)
@@ -485,8 +511,8 @@ class AIOConsumer:
                         future.set_result(dict(event.offsets))
                 elif event.error is not None and event.tag == "auto":
                     pass  # auto-commit: the next interval commits again
-        if self._listener_events:
-            self._held.extend(requests)  # send after the callbacks ran
+        if self._listener_events and join:
+            self._held.extend(requests)  # the JoinGroup goes after the callbacks ran
         else:
             for request in requests:
                 self._spawn(self._send_core(request))
@@ -923,7 +949,11 @@ class Consumer:
         self._call(self._aio.subscribe, topics, listener, **callbacks)
 
     def unsubscribe(self) -> None:
-        self._call(self._aio.unsubscribe)
+        events = self._call(self._aio._unsubscribe_prepare)
+        try:
+            self._run_callbacks(events)
+        finally:
+            self._call(self._aio._unsubscribe_finish)
 
     def assign(self, partitions: Iterable[Any]) -> None:
         self._call(self._aio.assign, list(partitions))

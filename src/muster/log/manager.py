@@ -83,6 +83,8 @@ class LogManager:
         self.config: Mapping[str, Any] = config or {}
         self.memory = in_memory or data_dir is None
         self._topics: dict[str, TopicInfo] = {}
+        self.version = 0  # bumped on every topic-table change (caches key on it)
+        self._names_by_id: tuple[int, dict[uuid.UUID, str]] = (-1, {})
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._loaded = False
 
@@ -227,6 +229,14 @@ class LogManager:
             if isinstance(log, SegmentLog):
                 log.delete()
 
+    def names_by_id(self) -> dict[uuid.UUID, str]:
+        """topic id -> name, rebuilt only after the topic table changed (Fetch v13+)."""
+        version, names = self._names_by_id
+        if version != self.version:
+            names = {info.topic_id: name for name, info in self._topics.items()}
+            self._names_by_id = (self.version, names)
+        return names
+
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
 
@@ -302,6 +312,7 @@ class LogManager:
         return SegmentLog(self._partition_dir(topic, partition), topic, partition, cfg, False)
 
     def _save(self) -> None:
+        self.version += 1  # every change to the topic table passes here
         if self.memory:
             return
         assert self.data_dir is not None

@@ -65,11 +65,18 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
 
 
 def encode_response(api_key: int, version: int, payload: Mapping[str, Any] | Any) -> bytes:
+    return bytes(encode_response_view(api_key, version, payload))
+
+
+def encode_response_view(
+    api_key: int, version: int, payload: Mapping[str, Any] | Any
+) -> memoryview:
+    """The encoded body without a final copy (Fetch answers carry megabytes)."""
     schema = response_schema(api_key, version)
     entity = build(schema, payload)
     buf = io.BytesIO()
     _writer(schema)(buf, entity)
-    return buf.getvalue()
+    return buf.getbuffer()
 
 
 def _primitive(kafka_type: str, optional: bool) -> Callable[[Any], Any]:

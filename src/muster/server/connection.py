@@ -9,7 +9,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.protocol.codec import DecodeError, decode_request, encode_response
+from muster.protocol.codec import (
+    DecodeError,
+    decode_request,
+    encode_response,
+    encode_response_view,
+)
 from muster.protocol.header import (
     API_VERSIONS_KEY,
     is_flexible,
@@ -158,7 +163,7 @@ class Connection:
                     return
                 if payload is None:  # acks=0 produce: Kafka sends nothing back
                     continue
-                body = encode_response(api_key, version, payload)
+                body = encode_response_view(api_key, version, payload)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "%s api=%d v%d corr=%d -> %.600s",
@@ -169,7 +174,9 @@ class Connection:
                         _summary(payload),
                     )
             header = response_header(correlation_id, api_key, flexible)
-            self.writer.write(_LENGTH.pack(len(header) + len(body)) + header + body)
+            # two writes, so a megabyte body is handed to the socket without a join
+            self.writer.write(_LENGTH.pack(len(header) + len(body)) + header)
+            self.writer.write(body)
             await self.writer.drain()
 
 

@@ -52,7 +52,7 @@ def _read_partition(
 def _collect(
     state: BrokerState, req: Any, by_id: bool
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[str, int]]]:
-    ids = {info.topic_id: n for n, info in state.logs.topics().items()} if by_id else {}
+    ids = state.logs.names_by_id() if by_id else {}
     responses = []
     total = 0
     errors = False
