@@ -545,3 +545,20 @@ def test_old_find_coordinator_shape():
 def test_blank_topic_is_rejected():
     with pytest.raises(ValueError):
         member().subscribe({" "}, 0)
+
+
+def test_assign_mode_auto_commit_without_generation():
+    clock = Clock()
+    m = member()
+    m.set_positions({("t", 0): 4})
+    assert m.poll(clock.now) == ([], 6_000)  # the first auto-commit is due
+    reqs, _ = m.poll(clock.advance(5_000))
+    find = only(reqs, "find")
+    m.on_response(
+        find,
+        resp(10, {"coordinators": [{"key": "g", "node_id": 1, "host": "h", "port": 1}]}),
+        clock.now,
+    )
+    commit = only(m.poll(clock.now)[0], "commit")
+    assert commit.body["generation_id"] == -1 and commit.body["member_id"] == ""
+    assert commit.body["topics"][0]["partitions"][0]["committed_offset"] == 4

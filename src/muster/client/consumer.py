@@ -25,6 +25,7 @@ from muster.client._runner import LoopThread, wait_event, with_timeout
 from muster.client.config import Config
 from muster.client.core.membership import Event, GroupMembership, Request
 from muster.client.errors import (
+    CommitFailedError,
     ConfigError,
     KafkaError,
     KafkaTimeoutError,
@@ -510,7 +511,10 @@ class AIOConsumer:
                     else:
                         future.set_result(dict(event.offsets))
                 elif event.error is not None and event.tag == "auto":
-                    pass  # auto-commit: the next interval commits again
+                    # A rebalance or a retriable error: the next interval (or
+                    # the rejoin's commit) tries again. Anything else surfaces.
+                    if not (event.error.retriable or isinstance(event.error, CommitFailedError)):
+                        self._errors.append(event.error)
         if self._listener_events and join:
             self._held.extend(requests)  # the JoinGroup goes after the callbacks ran
         else:

@@ -29,6 +29,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from muster.protocol.legacy import legacy_schema
+
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
@@ -38,12 +40,12 @@ class DecodeError(ValueError):
 
 @cache
 def request_schema(api_key: int, version: int) -> type:
-    return load_request_schema(api_key, version)
+    return legacy_schema(api_key, version, "request") or load_request_schema(api_key, version)
 
 
 @cache
 def response_schema(api_key: int, version: int) -> type:
-    return load_response_schema(api_key, version)
+    return legacy_schema(api_key, version, "response") or load_response_schema(api_key, version)
 
 
 @cache

@@ -249,6 +249,14 @@ class GroupMembership:
         if self.fatal is not None:
             return out, None
         self._check_poll_interval(now_ms, out)
+        manual = not self.subscription  # assign(): commits carry no generation
+        if (
+            self.enable_auto_commit
+            and (self.state is MemberState.STABLE or manual)
+            and now_ms >= self._next_auto_commit
+        ):
+            self._next_auto_commit = now_ms + self.auto_commit_interval_ms
+            self._queue_auto_commit()
         wants_coordinator = bool(
             self.subscription or self._commits or self._offset_fetches or self._commit_in_flight
         )
@@ -282,8 +290,8 @@ class GroupMembership:
             times.append(self._backoff_until)
         if self.state is MemberState.STABLE:
             times.append(self._next_heartbeat)
-            if self.enable_auto_commit:
-                times.append(self._next_auto_commit)
+        if self.enable_auto_commit and (self.state is MemberState.STABLE or self.positions):
+            times.append(self._next_auto_commit)
         if self.state is not MemberState.UNJOINED and not self._left_for_poll_timeout:
             times.append(self._last_app_poll + self.max_poll_interval_ms)
         return min(times) if times else None
@@ -299,13 +307,6 @@ class GroupMembership:
         self._left_for_poll_timeout = True
 
     def _commit_step(self, now_ms: int, out: list[Request]) -> None:
-        if (
-            self.enable_auto_commit
-            and self.state is MemberState.STABLE
-            and now_ms >= self._next_auto_commit
-        ):
-            self._next_auto_commit = now_ms + self.auto_commit_interval_ms
-            self._queue_auto_commit()
         if self._commit_in_flight is not None or not self._commits:
             return
         if now_ms < self._backoff_until:
@@ -359,11 +360,12 @@ class GroupMembership:
         )
 
     def _queue_auto_commit(self) -> _Commit | None:
-        offsets = {tp: off for tp, off in self.positions.items() if tp in self.assignment}
+        manual = not self.subscription
+        offsets = {tp: off for tp, off in self.positions.items() if manual or tp in self.assignment}
         offsets = {tp: off for tp, off in offsets.items() if self._last_committed.get(tp) != off}
         if not offsets:
             return None
-        commit = _Commit("auto", offsets, True)
+        commit = _Commit("auto", offsets, not manual)
         self._commits.append(commit)
         return commit
 

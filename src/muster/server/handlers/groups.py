@@ -189,6 +189,7 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         offset=p.committed_offset,
                         leader_epoch=getattr(p, "committed_leader_epoch", -1),
                         metadata=p.committed_metadata,
+                        commit_timestamp=getattr(p, "commit_timestamp", -1),  # v1 only
                     )
                 )
         if known:
@@ -199,8 +200,8 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
     core = rq.OffsetCommit(
         group_id=req.group_id,
         topics=tuple(topics),
-        generation_id=req.generation_id_or_member_epoch,
-        member_id=req.member_id,
+        generation_id=getattr(req, "generation_id_or_member_epoch", -1),  # v0: none
+        member_id=getattr(req, "member_id", ""),
         group_instance_id=getattr(req, "group_instance_id", None),
         retention_time_ms=-1 if retention is None else _ms(retention),
     )
@@ -220,7 +221,14 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
             )
         )
     out = {**_asdict(resp), "throttle_time": 0}
-    out["topics"] = list(out["topics"]) + unknown
+    by_name = {t["name"]: t for t in out["topics"]}
+    for refused in unknown:
+        if refused["name"] in by_name:
+            by_name[refused["name"]]["partitions"] = (
+                list(by_name[refused["name"]]["partitions"]) + refused["partitions"]
+            )
+        else:
+            out["topics"] = [*out["topics"], refused]
     return out
 
 

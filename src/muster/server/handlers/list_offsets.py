@@ -43,6 +43,11 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 visible = state.durability.visible_end(plog)
                 if found is not None and found[0] < visible:
                     entry["offset"], entry["timestamp"] = found
+            if ctx.api_version == 0:
+                # v0 answers with a list of offsets (old_style_offsets), at most
+                # max_num_offsets of them; one is all a modern log can give.
+                found = entry["offset"]
+                entry["old_style_offsets"] = [found] if found >= 0 and p.max_num_offsets else []
             parts.append(entry)
         topics.append({"name": topic.name, "partitions": parts})
     return {"throttle_time": 0, "topics": topics}
