@@ -291,7 +291,9 @@ def wait_cover(
         if done is not None:
             return done - after
         if time.monotonic() > deadline:
-            raise ScenarioFailed(f"{what}: no exact cover after {timeout:.0f} s ({describe(views)})")
+            raise ScenarioFailed(
+                f"{what}: no exact cover after {timeout:.0f} s ({describe(views)})"
+            )
         if alive is not None and not alive():
             raise ScenarioFailed(f"{what}: broker exited")
         time.sleep(0.002)
@@ -371,7 +373,16 @@ class ChildMember:
 
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD_CODE, bootstrap, topic, group, str(SESSION_MS), str(HEARTBEAT_MS)],
+            [
+                sys.executable,
+                "-c",
+                CHILD_CODE,
+                bootstrap,
+                topic,
+                group,
+                str(SESSION_MS),
+                str(HEARTBEAT_MS),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -393,7 +404,11 @@ class ChildMember:
             with self.lock:
                 if parts[0] == "A":
                     self.assign_t = float(parts[1])
-                    self.assigned = frozenset(int(p) for p in parts[2].split(",")) if len(parts) > 2 else frozenset()
+                    self.assigned = (
+                        frozenset(int(p) for p in parts[2].split(","))
+                        if len(parts) > 2
+                        else frozenset()
+                    )
                 elif parts[0] == "R":
                     self.assigned = None
                     self.assign_t = None
@@ -426,7 +441,7 @@ def expiry_takeover(bootstrap: str, topic: str, alive: Callable[[], bool]) -> fl
         for m in survivors:
             m.go.set()
         wait_cover(
-            lambda: views_of(survivors) + [child.view()],
+            lambda: [*views_of(survivors), child.view()],
             t0,
             FORMATION_TIMEOUT_S + SESSION_MS / 1000,
             "forming 4 + victim",
@@ -521,7 +536,7 @@ def run_in_thread(fn: Callable[[], tuple[int, float]], timeout: float) -> tuple[
     def body() -> None:
         try:
             out.put(("ok", fn()))
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             out.put(("err", e))
 
     threading.Thread(target=body, daemon=True).start()
@@ -542,7 +557,7 @@ def concurrent_commits(bootstrap: str, topic: str, seconds: float, n: int) -> fl
     def body(i: int) -> None:
         try:
             results[i] = confluent_committer(bootstrap, topic, seconds, barrier)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             results[i] = e
             barrier.abort()
 
@@ -595,7 +610,12 @@ ROWS = [
         for n in FORMATION_SIZES
     ),
     *(
-        Row(f"form{n}-d3000", f"formation of {n} (muster default delay 3000 ms)", "s", tansu_key=f"form{n}")
+        Row(
+            f"form{n}-d3000",
+            f"formation of {n} (muster default delay 3000 ms)",
+            "s",
+            tansu_key=f"form{n}",
+        )
         for n in FORMATION_SIZES
     ),
     Row("join", "rebalance on join (5 -> 6)", "s", "<= 0.15x", ratio_max=0.15),
@@ -607,7 +627,9 @@ ROWS = [
         f"<= {SESSION_MS / 1000 + 1.5:.1f} s",
         abs_max=SESSION_MS / 1000 + 1.5,
     ),
-    Row("commit-ck", "sync commits, 1 confluent-kafka client", "commits/s", ">= 1.0x", ratio_min=1.0),
+    Row(
+        "commit-ck", "sync commits, 1 confluent-kafka client", "commits/s", ">= 1.0x", ratio_min=1.0
+    ),
     Row("commit-kp", "sync commits, 1 kafka-python client", "commits/s", ">= 1.0x", ratio_min=1.0),
     Row("commit-20", f"sync commits, {COMMITTERS} concurrent committers (total)", "commits/s"),
 ]
@@ -638,12 +660,20 @@ def say(msg: str) -> None:
     common.console.print(f"[dim]{escape(msg)}[/dim]")
 
 
-def run_formations(b: common.Broker, results: Results, key_of: Callable[[int], str], run_no: int) -> None:
+def run_formations(
+    b: common.Broker, results: Results, key_of: Callable[[int], str], run_no: int
+) -> None:
     topic = f"bench-groups-{uuid.uuid4().hex[:8]}"
     create_topic(b.bootstrap, topic, PARTITIONS)
     for n in FORMATION_SIZES:
-        secs = attempt(results, b.name, run_no, key_of(n), f"formation of {n}",
-                       lambda n=n: formation(b.bootstrap, topic, n, b.alive))
+        secs = attempt(
+            results,
+            b.name,
+            run_no,
+            key_of(n),
+            f"formation of {n}",
+            lambda n=n: formation(b.bootstrap, topic, n, b.alive),
+        )
         if secs is not None:
             results.add(b.name, key_of(n), secs)  # type: ignore[arg-type]
             say(f"  formation of {n:<2} {secs * 1000:>9.0f} ms")
@@ -652,43 +682,74 @@ def run_formations(b: common.Broker, results: Results, key_of: Callable[[int], s
 def run_rest(b: common.Broker, results: Results, run_no: int, commit_s: float) -> None:
     topic = f"bench-groups-{uuid.uuid4().hex[:8]}"
     create_topic(b.bootstrap, topic, PARTITIONS)
-    jl = attempt(results, b.name, run_no, "join", "join/leave",
-                 lambda: join_and_leave(b.bootstrap, topic, b.alive))
+    jl = attempt(
+        results,
+        b.name,
+        run_no,
+        "join",
+        "join/leave",
+        lambda: join_and_leave(b.bootstrap, topic, b.alive),
+    )
     if jl is not None:
         join_s, leave_s = jl  # type: ignore[misc]
         results.add(b.name, "join", join_s)
         results.add(b.name, "leave", leave_s)
         say(f"  rebalance on join  {join_s * 1000:>9.0f} ms")
         say(f"  rebalance on leave {leave_s * 1000:>9.0f} ms")
-    secs = attempt(results, b.name, run_no, "expiry", "session-expiry takeover",
-                   lambda: expiry_takeover(b.bootstrap, topic, b.alive))
+    secs = attempt(
+        results,
+        b.name,
+        run_no,
+        "expiry",
+        "session-expiry takeover",
+        lambda: expiry_takeover(b.bootstrap, topic, b.alive),
+    )
     if secs is not None:
         results.add(b.name, "expiry", secs)  # type: ignore[arg-type]
         say(f"  expiry takeover    {secs * 1000:>9.0f} ms")
     for key, what, fn in (
-        ("commit-ck", "confluent-kafka sync commits",
-         lambda: run_in_thread(lambda: confluent_committer(b.bootstrap, topic, commit_s), commit_s + 60)),
-        ("commit-kp", "kafka-python sync commits",
-         lambda: run_in_thread(lambda: kafka_python_committer(b.bootstrap, topic, commit_s), commit_s + 60)),
+        (
+            "commit-ck",
+            "confluent-kafka sync commits",
+            lambda: run_in_thread(
+                lambda: confluent_committer(b.bootstrap, topic, commit_s), commit_s + 60
+            ),
+        ),
+        (
+            "commit-kp",
+            "kafka-python sync commits",
+            lambda: run_in_thread(
+                lambda: kafka_python_committer(b.bootstrap, topic, commit_s), commit_s + 60
+            ),
+        ),
     ):
         r = attempt(results, b.name, run_no, key, what, fn)
         if r is not None:
             n, el = r  # type: ignore[misc]
             results.add(b.name, key, n / el)
             say(f"  {what:<30} {n / el:>9,.0f} commits/s ({n} in {el:.1f} s)")
-    rate = attempt(results, b.name, run_no, "commit-20", f"{COMMITTERS} concurrent committers",
-                   lambda: concurrent_commits(b.bootstrap, topic, commit_s, COMMITTERS))
+    rate = attempt(
+        results,
+        b.name,
+        run_no,
+        "commit-20",
+        f"{COMMITTERS} concurrent committers",
+        lambda: concurrent_commits(b.bootstrap, topic, commit_s, COMMITTERS),
+    )
     if rate is not None:
         results.add(b.name, "commit-20", rate)  # type: ignore[arg-type]
         say(f"  {COMMITTERS} concurrent committers {rate:>9,.0f} commits/s")
 
 
-def run_broker_once(name: str, results: Results, run_no: int, commit_s: float) -> None:
+def run_broker_once(
+    name: str, results: Results, run_no: int, commit_s: float, extra: dict[str, str]
+) -> None:
     if name == "muster":
-        with common.running("muster", settings={"group.initial.rebalance.delay.ms": "0"}) as b:
+        d0 = {**extra, "group.initial.rebalance.delay.ms": "0"}
+        with common.running("muster", settings=d0) as b:
             say(f"run {run_no}: muster (group.initial.rebalance.delay.ms=0) on {b.bootstrap}")
             run_formations(b, results, lambda n: f"form{n}-d0", run_no)
-        with common.running("muster") as b:
+        with common.running("muster", settings=extra) as b:
             say(f"run {run_no}: muster (defaults) on {b.bootstrap}")
             run_formations(b, results, lambda n: f"form{n}-d3000", run_no)
             run_rest(b, results, run_no, commit_s)
@@ -698,7 +759,9 @@ def run_broker_once(name: str, results: Results, run_no: int, commit_s: float) -
             run_formations(b, results, lambda n: f"form{n}", run_no)
             run_rest(b, results, run_no, commit_s)
             if not b.alive():
-                results.failures.append(f"tansu run {run_no}: broker exited; log tail:\n{b.log_tail(10)}")
+                results.failures.append(
+                    f"tansu run {run_no}: broker exited; log tail:\n{b.log_tail(10)}"
+                )
 
 
 # ---------------------------------------------------------------------------
@@ -749,10 +812,12 @@ def build_summary(results: Results, brokers: Sequence[str]) -> list[dict]:
     return out
 
 
-def print_table(summary: list[dict], brokers: Sequence[str], runs: int) -> None:
+def print_table(
+    summary: list[dict], brokers: Sequence[str], runs: int, fsync: str = "always (default)"
+) -> None:
     table = Table(
         title=(
-            f"consumer groups, median of {runs} run(s) [muster fsync=always (default); "
+            f"consumer groups, median of {runs} run(s) [muster fsync={fsync}; "
             "tansu memory://, no fsync; confluent-kafka session 10 s, heartbeat 1 s]"
         ),
         title_justify="left",
@@ -762,7 +827,9 @@ def print_table(summary: list[dict], brokers: Sequence[str], runs: int) -> None:
         table.add_column(f"{b}\nmedian", justify="right")
     both = len(brokers) == 2
     if both:
-        table.add_column("muster/tansu\n(times: lower is better;\nrates: higher is better)", justify="right")
+        table.add_column(
+            "muster/tansu\n(times: lower is better;\nrates: higher is better)", justify="right"
+        )
     table.add_column("target", justify="right")
     table.add_column("", justify="left")
     rows_by_key = {r.key: r for r in ROWS}
@@ -804,11 +871,21 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--runs", type=int, default=3, help="repetitions per broker (default 3)")
-    ap.add_argument("--quick", action="store_true", help="2 s commit phases instead of 10 s (smoke test)")
+    ap.add_argument(
+        "--quick", action="store_true", help="2 s commit phases instead of 10 s (smoke test)"
+    )
     ap.add_argument("--commit-seconds", type=float, help="length of each commit-rate phase")
     ap.add_argument("--only", choices=BROKERS, help="run one broker only (no ratio)")
     ap.add_argument("--json", metavar="FILE", help="write raw figures, medians and ratios as JSON")
+    ap.add_argument(
+        "--muster-set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra muster --set option (e.g. muster.fsync=never); the published figures use none",
+    )
     args = ap.parse_args(argv)
+    extra = dict(kv.split("=", 1) for kv in args.muster_set)
 
     common.install_signal_handlers()
     commit_s = args.commit_seconds or (2.0 if args.quick else 10.0)
@@ -820,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
             order = brokers if run % 2 == 0 else list(reversed(brokers))
             for name in order:
                 try:
-                    run_broker_once(name, results, run + 1, commit_s)
+                    run_broker_once(name, results, run + 1, commit_s, extra)
                 except Exception as e:
                     msg = f"{name} run {run + 1}: {type(e).__name__}: {e}"
                     results.failures.append(msg)
@@ -832,7 +909,7 @@ def main(argv: list[str] | None = None) -> int:
         common.stop_all()
 
     summary = build_summary(results, brokers)
-    print_table(summary, brokers, args.runs)
+    print_table(summary, brokers, args.runs, extra.get("muster.fsync", "always (default)"))
     if results.failures:
         common.console.print(f"[yellow]{len(results.failures)} scenario failure(s):[/yellow]")
         for f in results.failures:
@@ -846,6 +923,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": args.runs,
             "quick": args.quick,
             "commit_seconds": commit_s,
+            "muster_settings": extra,
             "session_timeout_ms": SESSION_MS,
             "heartbeat_interval_ms": HEARTBEAT_MS,
             "partitions": PARTITIONS,

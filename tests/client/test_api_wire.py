@@ -7,6 +7,8 @@ import asyncio
 import threading
 import time
 
+import pytest
+
 from muster.client import Consumer, Producer, TopicPartition
 from muster.client.admin import NewTopic
 from muster.client.aio import AIOAdmin, AIOConsumer, AIOProducer
@@ -139,3 +141,73 @@ def test_async_commit_callback_seek_to_end_and_unsubscribe(muster_broker, topic_
         assert consumer.committed([tp]) == {tp: 10}
     finally:
         consumer.close()
+
+
+def test_acks_zero_and_one(muster_broker, topic_name):
+    create_topic(muster_broker.bootstrap, topic_name, 1)
+    for acks in (0, 1):
+        producer = Producer({"bootstrap.servers": muster_broker.bootstrap, "acks": acks})
+        futures = [producer.produce(topic_name, b"%d" % i) for i in range(10)]
+        assert producer.flush(10) == 0
+        producer.close()
+        offsets = [f.result().offset for f in futures]
+        assert offsets == ([-1] * 10 if acks == 0 else list(range(10, 20)))
+
+
+def test_every_assignor_splits_a_muster_group(muster_broker, topic_name):
+    create_topic(muster_broker.bootstrap, topic_name, 5)
+    for strategy in ("roundrobin", "sticky"):
+        conf = {
+            "bootstrap.servers": muster_broker.bootstrap,
+            "group.id": f"{topic_name}-{strategy}",
+            "partition.assignment.strategy": strategy,
+            "heartbeat.interval.ms": 200,
+        }
+        consumers = [Consumer(conf) for _ in range(2)]
+        try:
+            for c in consumers:
+                c.subscribe([topic_name])
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                for c in consumers:
+                    c.poll(0.05)
+                a, b = (c.assignment() for c in consumers)
+                if a and b and len(a | b) == 5 and not a & b:
+                    break
+            sizes = sorted(len(c.assignment()) for c in consumers)
+            assert sizes == [2, 3], (strategy, sizes)
+        finally:
+            for c in consumers:
+                c.close()
+
+
+def test_fenced_static_member_gets_a_clear_error(muster_broker, topic_name):
+    from muster.client.errors import FencedInstanceError
+
+    create_topic(muster_broker.bootstrap, topic_name, 1)
+    conf = {
+        "bootstrap.servers": muster_broker.bootstrap,
+        "group.id": f"{topic_name}-fenced",
+        "group.instance.id": "same-id",
+        "heartbeat.interval.ms": 100,
+    }
+    first = Consumer(conf)
+    second = Consumer(conf)
+    try:
+        first.subscribe([topic_name])
+        wait_assigned(first, 1)
+        second.subscribe([topic_name])
+        wait_assigned(second, 1)  # the newcomer takes over the instance id
+        deadline = time.monotonic() + 10
+        raised = None
+        while raised is None and time.monotonic() < deadline:
+            try:
+                first.poll(0.1)
+            except FencedInstanceError as exc:
+                raised = exc
+        assert raised is not None and raised.code == 82 and not raised.retriable
+        with pytest.raises(FencedInstanceError):  # and it stays raised
+            first.poll(0.1)
+    finally:
+        second.close()
+        first.close()

@@ -531,6 +531,10 @@ def test_fatal_join_error_surfaces_once_and_stops():
     (event,) = list(m.events)
     assert event.kind == "fatal" and event.error is not None and event.error.code == 23
     assert m.poll(clock.now) == ([], None)
+    m.events.clear()
+    m.commit({("t", 0): 1}, tag=5)  # answered at once with the fatal error
+    (event,) = list(m.events)
+    assert event.kind == "commit" and event.tag == 5 and event.error.code == 23
 
 
 def test_old_find_coordinator_shape():

@@ -169,7 +169,7 @@ def test_fetch_pipelining_keeps_a_fetch_in_flight(muster_broker, topic_name):
         # after a poll hands out records, the next fetch is already on the wire
         consumer.seek(TopicPartition(topic_name, 0), 0)
         assert consumer.poll(5)
-        assert consumer._aio._fetching or consumer._aio._buffer
+        assert consumer._aio.fetcher.in_flight or consumer._aio.fetcher.buffer
     finally:
         consumer.close()
 
@@ -243,3 +243,20 @@ def test_group_of_muster_consumers_splits_partitions(broker, topic_name):
     finally:
         for c in consumers:
             c.close()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_muster_consumer_reads_confluent_compressed_batches(broker, topic_name, codec):
+    create_topic(broker.bootstrap, topic_name, 1)
+    messages = [(0, b"k%d" % i, b"v%d" % i * 20, [("i", b"%d" % i)]) for i in range(300)]
+    confluent_produce(broker.bootstrap, topic_name, messages, **{"compression.type": codec})
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic_name, 0)])
+        records = consume_n(consumer, 300)
+    finally:
+        consumer.close()
+    assert [r.offset for r in records] == list(range(300))
+    assert [(r.key, r.value, r.headers) for r in records] == [
+        (k, v, tuple(h)) for _p, k, v, h in messages
+    ]

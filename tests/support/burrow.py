@@ -6,9 +6,10 @@ Debian bookworm ships Burrow 1.2.1 (binary `/usr/bin/Burrow`, built with sarama
 at start and Burrow exits ("cannot create root path") when no ZooKeeper answers,
 so the tests run a standalone ZooKeeper (Debian package `zookeeper`, 3.8) too.
 
-Burrow's client profile takes a `kafka-version` from a fixed table (0.8 .. 2.1.0);
-"2.0.0" makes sarama send requests muster serves (Metadata v5, ListOffsets v1,
-Fetch v7 from 2.0 on; the 0.10.2 default would use Fetch v3, below muster's v4).
+Burrow's client profile takes a `kafka-version` from a fixed table (0.8 .. 2.1.0).
+With "2.0.0" its sarama sends Metadata v5, ListOffsets v1 (when a partition consumer
+starts) and Fetch v4 (the 0.10.2 default would send Fetch v3, below muster's v4).
+Burrow's own cluster module sends ListOffsets v0 whatever the profile says.
 """
 
 from __future__ import annotations
@@ -89,9 +90,10 @@ class ZooKeeperProcess:
         raise TimeoutError(f"ZooKeeper on {self.address} not serving after {timeout}s")
 
     def _srvr(self) -> str:
-        with contextlib.suppress(OSError), socket.create_connection(
-            ("127.0.0.1", self.port), 1.0
-        ) as sock:
+        with (
+            contextlib.suppress(OSError),
+            socket.create_connection(("127.0.0.1", self.port), 1.0) as sock,
+        ):
             sock.sendall(b"srvr")
             chunks = []
             while chunk := sock.recv(4096):

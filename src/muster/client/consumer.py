@@ -23,6 +23,7 @@ from typing import Any
 
 from muster.client._runner import LoopThread, wait_event, with_timeout
 from muster.client.config import Config
+from muster.client.core.fetcher import EARLIEST, LATEST, FetchManager
 from muster.client.core.membership import Event, GroupMembership, Request
 from muster.client.errors import (
     CommitFailedError,
@@ -30,26 +31,12 @@ from muster.client.errors import (
     KafkaError,
     KafkaTimeoutError,
     LeadershipError,
-    OffsetError,
     error_for,
 )
 from muster.client.net import Cluster
 from muster.client.types import ConsumerRecord, TopicPartition
-from muster.records.batch import (
-    CONTROL_MASK,
-    TIMESTAMP_TYPE_MASK,
-    batch_payload,
-    decode_records,
-    iter_batches,
-)
 
-FETCH = 1
 LIST_OFFSETS = 2
-EARLIEST = -2
-LATEST = -1
-
-OFFSET_OUT_OF_RANGE = 1
-REFRESH_CODES = frozenset({3, 5, 6, 74, 75, 100})  # unknown topic, leader moved, epochs
 
 DEFAULTS: dict[str, Any] = {
     "client.id": "muster-consumer",
@@ -107,23 +94,6 @@ def _offsets_arg(offsets: Any) -> dict[TopicPartition, int]:
 
 
 @dataclass
-class _Partition:
-    position: int | None = None
-    reset: int | None = None  # EARLIEST/LATEST when a reset is pending
-    paused: bool = False
-    high_watermark: int = -1
-
-
-@dataclass
-class _Completed:
-    tp: TopicPartition
-    fetch_offset: int
-    records: list[ConsumerRecord]
-    next_offset: int
-    index: int = 0
-
-
-@dataclass
 class _PollResult:
     records: list[ConsumerRecord] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
@@ -169,11 +139,17 @@ class AIOConsumer:
         self.pattern: re.Pattern[str] | None = None
         self.topics: frozenset[str] = frozenset()
         self.listener: Any = None
-        self._parts: dict[TopicPartition, _Partition] = {}
-        self._buffer: deque[_Completed] = deque()
-        self._fetching: dict[int, set[TopicPartition]] = {}
-        self._resolving: set[TopicPartition] = set()
-        self._fetching_flags: set[str] = set()
+        self._confluent_callbacks: tuple[Any, Any, Any] = (None, None, None)
+        self.fetcher = FetchManager(
+            default_reset=self.default_reset,
+            use_committed=self.group_id is not None,
+            max_poll_records=self.max_poll_records,
+            fetch_max_wait_ms=self.fetch_max_wait_ms,
+            fetch_min_bytes=c.int("fetch.min.bytes"),
+            fetch_max_bytes=c.int("fetch.max.bytes"),
+            partition_max_bytes=c.int("max.partition.fetch.bytes"),
+            retry_backoff_ms=c.int("retry.backoff.ms"),
+        )
         self._kick = asyncio.Event()
         self._errors: deque[KafkaError] = deque()
         self._held: list[Request] = []
@@ -236,7 +212,7 @@ class AIOConsumer:
         m = self.membership
         if m is None or self._closed:
             return []
-        if self.auto_commit and self._parts and autocommit:
+        if self.auto_commit and self.fetcher.parts and autocommit:
             with contextlib.suppress(KafkaError, TimeoutError):
                 await with_timeout(self.commit(), self.request_timeout_s)
         if self.mode != "subscribe":
@@ -254,7 +230,7 @@ class AIOConsumer:
         try:
             if m is not None:
                 self._release_held()
-                for request in getattr(self, "_leave", []):
+                for request in self._leave:
                     with contextlib.suppress(KafkaError, TimeoutError):
                         await with_timeout(self._send_core(request), 5)
                 m.finish_close()
@@ -273,11 +249,10 @@ class AIOConsumer:
         tps = [_tp(p) for p in partitions]
         if self.mode == "subscribe":
             raise ConfigError("assign() after subscribe(): call unsubscribe() first")
-        if self.membership is not None and self.auto_commit and self._parts:
+        if self.membership is not None and self.auto_commit and self.fetcher.parts:
             self.membership.commit(self._consumed_offsets())  # pending offsets first
         self.mode = "assign" if tps else "none"
-        keep = {tp: self._parts.get(tp, _Partition()) for tp in tps}
-        self._parts = keep
+        self.fetcher.assign(tps)
         self._kick.set()
 
     def subscribe(
@@ -358,33 +333,22 @@ class AIOConsumer:
         self.mode = "none"
         self.topics = frozenset()
         self.pattern = None
-        self._parts.clear()
-        self._buffer.clear()
+        self.fetcher.assign([])
         self._kick.set()
 
     def assignment(self) -> set[TopicPartition]:
-        return set(self._parts)
+        return set(self.fetcher.parts)
 
     # ------------------------------------------------------------ positions
 
     def position(self, partition: Any) -> int | None:
-        part = self._parts.get(_tp(partition))
-        if part is None:
-            raise KafkaError(f"{partition} is not assigned")
-        return part.position
+        return self.fetcher.position(_tp(partition))
 
     def seek(self, partition: Any, offset: int | None = None) -> None:
+        """Fetch from `offset` next (EARLIEST=-2 / LATEST=-1 reset)."""
         if offset is None:  # a confluent TopicPartition carrying its offset
             offset = int(partition.offset)
-        tp = _tp(partition)
-        part = self._parts.get(tp)
-        if part is None:
-            raise KafkaError(f"{tp} is not assigned")
-        if offset == EARLIEST or offset == LATEST:
-            part.position, part.reset = None, offset
-        else:
-            part.position, part.reset = int(offset), None
-        self._drop_buffered({tp})
+        self.fetcher.seek(_tp(partition), offset)
         self._kick.set()
 
     def seek_to_beginning(self, partitions: Iterable[Any] | None = None) -> None:
@@ -396,32 +360,26 @@ class AIOConsumer:
             self.seek(tp, LATEST)
 
     def pause(self, partitions: Iterable[Any]) -> None:
-        for tp in self._targets(partitions):
-            self._parts[tp].paused = True
-        self._drop_buffered(set(self._targets(partitions)))
+        self.fetcher.pause(self._targets(partitions))
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        for tp in self._targets(partitions):
-            self._parts[tp].paused = False
+        self.fetcher.resume(self._targets(partitions))
         self._kick.set()
 
     def paused(self) -> set[TopicPartition]:
-        return {tp for tp, p in self._parts.items() if p.paused}
+        return {tp for tp, p in self.fetcher.parts.items() if p.paused}
 
     def _targets(self, partitions: Iterable[Any] | None) -> list[TopicPartition]:
         if partitions is None:
-            return list(self._parts)
+            return list(self.fetcher.parts)
         out = [_tp(p) for p in partitions]
         for tp in out:
-            if tp not in self._parts:
+            if tp not in self.fetcher.parts:
                 raise KafkaError(f"{tp} is not assigned")
         return out
 
-    def _drop_buffered(self, tps: set[TopicPartition]) -> None:
-        self._buffer = deque(c for c in self._buffer if c.tp not in tps)
-
     def _consumed_offsets(self) -> dict[TP, int]:
-        return {tp: p.position for tp, p in self._parts.items() if p.position is not None}
+        return self.fetcher.consumed()
 
     # ------------------------------------------------------------ commits
 
@@ -580,15 +538,11 @@ class AIOConsumer:
 
     def _apply_before(self, event: Event) -> None:
         if event.kind == "assign":
-            for tp in event.partitions:
-                self._parts.setdefault(_tp(tp), _Partition())
+            self.fetcher.add(_tp(tp) for tp in event.partitions)
 
     def _apply_after(self, event: Event) -> None:
         if event.kind in ("revoke", "lost"):
-            gone = {_tp(tp) for tp in event.partitions}
-            for tp in gone:
-                self._parts.pop(tp, None)
-            self._drop_buffered(gone)
+            self.fetcher.remove(_tp(tp) for tp in event.partitions)
 
     def _release_held(self) -> None:
         held, self._held = self._held, []
@@ -606,7 +560,7 @@ class AIOConsumer:
         fn = getattr(self.listener, names[event.kind], None) if self.listener else None
         if fn is not None:
             return fn, (parts,)
-        on_assign, on_revoke, on_lost = getattr(self, "_confluent_callbacks", (None, None, None))
+        on_assign, on_revoke, on_lost = self._confluent_callbacks
         cb = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost or on_revoke}[event.kind]
         if cb is not None:
             return cb, (self.facade or self, sorted(parts))
@@ -650,6 +604,8 @@ class AIOConsumer:
         while True:
             if self._errors:
                 raise self._errors.popleft()
+            if m is not None and m.fatal is not None and self.mode == "subscribe":
+                raise m.fatal  # sticky: the member cannot go on (e.g. fenced)
             if m is not None and self.mode == "subscribe":
                 self._group_step(m, join=True)
                 if self._listener_events:
@@ -659,55 +615,19 @@ class AIOConsumer:
                         return _PollResult(events=events)
                     await self._run_listener_events(m)
                     continue
-            self._resolve_positions()
-            records = self._take_records()
-            self._send_fetches()
+            if self.fetcher.errors:
+                raise self.fetcher.errors.popleft()
+            records = self.fetcher.take_records()
+            wake_at = self._fetch_step()  # the next fetch goes out before we return
             if records:
                 return _PollResult(records=records)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _PollResult()
+            if wake_at is not None:
+                remaining = min(remaining, max(0.0, (wake_at - _now_ms()) / 1000))
             self._kick.clear()
             await wait_event(self._kick, remaining)
-
-    def _resolve_positions(self) -> None:
-        """Committed offset, else auto.offset.reset, for partitions without a position."""
-        need_committed = []
-        need_reset: dict[TopicPartition, int] = {}
-        for tp, part in self._parts.items():
-            if part.position is not None or tp in self._resolving:
-                continue
-            if part.reset is not None:
-                need_reset[tp] = part.reset
-            elif self.membership is not None:
-                need_committed.append(tp)
-            elif self.default_reset is not None:
-                need_reset[tp] = self.default_reset
-            else:
-                raise OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
-        if need_committed:
-            self._resolving.update(need_committed)
-            self._spawn(self._use_committed(need_committed))
-        if need_reset:
-            self._resolving.update(need_reset)
-            self._spawn(self._reset_offsets(need_reset))
-
-    async def _use_committed(self, tps: list[TopicPartition]) -> None:
-        try:
-            committed = await self.committed(tps)
-        finally:
-            self._resolving.difference_update(tps)
-        for tp, offset in committed.items():
-            part = self._parts.get(tp)
-            if part is None or part.position is not None:
-                continue
-            if offset is not None:
-                part.position = offset
-            elif self.default_reset is not None:
-                part.reset = self.default_reset
-            else:
-                raise OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
-        self._kick.set()
 
     async def list_offsets(
         self, request: Mapping[TopicPartition, int]
@@ -747,181 +667,31 @@ class AIOConsumer:
                     out[TopicPartition(t.name, int(p.partition_index))] = int(p.offset)
         return out
 
-    async def _reset_offsets(self, resets: dict[TopicPartition, int]) -> None:
+    def _fetch_step(self) -> int | None:
+        requests, wake_at = self.fetcher.poll(_now_ms(), self.cluster.leader_for)
+        for request in requests:
+            self._spawn(self._send_fetcher(request))
+        return wake_at
+
+    async def _send_fetcher(self, request: Request) -> None:
+        f = self.fetcher
         try:
-            offsets = await self.list_offsets(resets)
-        except KafkaError as exc:
-            if not exc.retriable:
-                raise
-            await asyncio.sleep(self.retry_backoff_s)
-            offsets = {}
-        finally:
-            self._resolving.difference_update(resets)
-        for tp, offset in offsets.items():
-            part = self._parts.get(tp)
-            if part is not None and part.position is None and part.reset in (None, resets[tp]):
-                part.position, part.reset = offset, None
-        self._kick.set()
-
-    def _take_records(self) -> list[ConsumerRecord]:
-        out: list[ConsumerRecord] = []
-        limit = self.max_poll_records
-        while self._buffer and len(out) < limit:
-            completed = self._buffer[0]
-            part = self._parts.get(completed.tp)
-            if part is None or part.paused or part.position != completed.fetch_offset:
-                self._buffer.popleft()  # stale: seeked, paused or revoked since
-                continue
-            take = completed.records[completed.index : completed.index + limit - len(out)]
-            out.extend(take)
-            completed.index += len(take)
-            if completed.index >= len(completed.records):
-                self._buffer.popleft()
-                end = completed.next_offset
-                if take:
-                    end = max(end, take[-1].offset + 1)
-                part.position = end
-            else:
-                part.position = take[-1].offset + 1
-                completed.fetch_offset = part.position
-        return out
-
-    def _send_fetches(self) -> None:
-        buffered = {c.tp for c in self._buffer}
-        in_flight = set().union(*self._fetching.values()) if self._fetching else set()
-        by_leader: dict[int, dict[TopicPartition, int]] = {}
-        unknown = False
-        for tp, part in self._parts.items():
-            if part.position is None or part.paused or tp in buffered or tp in in_flight:
-                continue
-            leader = self.cluster.leader_for(*tp)
-            if leader is None:
-                unknown = True
-                continue
-            if leader in self._fetching:
-                continue
-            by_leader.setdefault(leader, {})[tp] = part.position
-        for leader, positions in by_leader.items():
-            self._fetching[leader] = set(positions)
-            self._spawn(self._fetch(leader, positions))
-        if unknown and "refresh" not in self._fetching_flags:
-            self._fetching_flags.add("refresh")
-            self._spawn(self._refresh_for_fetch())
-
-    async def _refresh_for_fetch(self) -> None:
-        try:
-            topics = {tp.topic for tp in self._parts} | set(self.cluster.topics)
-            with contextlib.suppress(KafkaError):
+            if request.kind == "committed":
+                response: Any = await self.committed(list(request.tag))
+            elif request.kind == "metadata":
+                topics = set(request.body["topics"]) | set(self.cluster.topics)
                 await self.cluster.refresh_metadata(topics)
-            await asyncio.sleep(self.retry_backoff_s)
-        finally:
-            self._fetching_flags.discard("refresh")
-            self._kick.set()
-
-    async def _fetch(self, leader: int, positions: dict[TopicPartition, int]) -> None:
-        c = self.config
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for tp, offset in positions.items():
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": -1,
-                    "fetch_offset": offset,
-                    "last_fetched_epoch": -1,
-                    "log_start_offset": -1,
-                    "partition_max_bytes": c.int("max.partition.fetch.bytes"),
-                }
-            )
-        body = {
-            "replica_id": -1,
-            "max_wait": self.fetch_max_wait_ms,
-            "min_bytes": c.int("fetch.min.bytes"),
-            "max_bytes": c.int("fetch.max.bytes"),
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
-        try:
-            conn = await self.cluster.connection(leader)
-            response = await with_timeout(
-                conn.send(FETCH, body), self.request_timeout_s + self.fetch_max_wait_ms / 1000
-            )
-        except (KafkaError, TimeoutError):
-            self._fetching.pop(leader, None)
-            self.cluster.topics.clear()  # find the leaders again before the next fetch
-            await asyncio.sleep(self.retry_backoff_s)
-            self._kick.set()
-            return
-        try:
-            self._handle_fetch(positions, response)
-        finally:
-            self._fetching.pop(leader, None)
-            self._kick.set()
-
-    def _handle_fetch(self, positions: dict[TopicPartition, int], response: Any) -> None:
-        if int(response.error_code) != 0:
-            raise error_for(int(response.error_code), "Fetch")
-        refresh = False
-        for t in response.responses:
-            for p in t.partitions:
-                tp = TopicPartition(t.topic, int(p.partition_index))
-                fetch_offset = positions.get(tp)
-                part = self._parts.get(tp)
-                if fetch_offset is None or part is None or part.position != fetch_offset:
-                    continue
-                code = int(p.error_code)
-                if code == OFFSET_OUT_OF_RANGE:
-                    if self.default_reset is None:
-                        raise OffsetError(f"offset {fetch_offset} out of range for {tp}", code=code)
-                    part.position, part.reset = None, self.default_reset
-                    continue
-                if code in REFRESH_CODES:
-                    refresh = True
-                    continue
-                if code != 0:
-                    raise error_for(code, f"Fetch {tp}")
-                part.high_watermark = int(p.high_watermark)
-                data = p.records
-                if not data:
-                    continue
-                records, next_offset = _decode(tp, data, fetch_offset)
-                if records or next_offset > fetch_offset:
-                    self._buffer.append(_Completed(tp, fetch_offset, records, next_offset))
-        if refresh:
-            self.cluster.topics.clear()  # leaders unknown until the next refresh
-
-
-def _decode(tp: TopicPartition, data: bytes, fetch_offset: int) -> tuple[list[ConsumerRecord], int]:
-    out: list[ConsumerRecord] = []
-    next_offset = fetch_offset
-    topic, partition = tp
-    for header in iter_batches(data):
-        end = header.base_offset + header.last_offset_delta + 1
-        if end <= fetch_offset:
-            continue
-        next_offset = max(next_offset, end)
-        if header.attributes & CONTROL_MASK:
-            continue
-        ts_type = 1 if header.attributes & TIMESTAMP_TYPE_MASK else 0
-        for r in decode_records(header, batch_payload(data, header)):
-            if r.offset is None or r.offset < fetch_offset:
-                continue
-            out.append(
-                ConsumerRecord(
-                    topic,
-                    partition,
-                    r.offset,
-                    r.key,
-                    r.value,
-                    tuple(r.headers),
-                    r.timestamp if r.timestamp is not None else -1,
-                    ts_type,
-                )
-            )
-    return out, next_offset
+                response = None
+            else:
+                conn = await self.cluster.connection(request.node)
+                timeout = self.request_timeout_s + self.fetch_max_wait_ms / 1000
+                response = await with_timeout(conn.send(request.api_key, request.body), timeout)
+        except (KafkaError, TimeoutError) as exc:
+            error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError(request.kind)
+            f.on_failure(request, error, _now_ms())
+        else:
+            f.on_response(request, response, _now_ms())
+        self._kick.set()
 
 
 class Consumer:

@@ -18,7 +18,6 @@ every pending record and is raised by the next `produce`/`flush`.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import datetime
 import random
 import threading
@@ -39,6 +38,7 @@ from muster.client.errors import (
     TopicError,
     error_for,
 )
+from muster.client.futures import DeliveryFuture
 from muster.client.net import Cluster
 from muster.client.partitioner import partition_for_key
 from muster.records import compression
@@ -103,7 +103,7 @@ class _Pending:
     topic: str
     partition: int | None
     record: Record
-    future: concurrent.futures.Future[RecordMetadata]
+    future: DeliveryFuture[RecordMetadata]
     created: float
 
 
@@ -179,9 +179,20 @@ class AIOProducer:
         partition: int | None = None,
         headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
         timestamp: int | None = None,
-    ) -> concurrent.futures.Future[RecordMetadata]:
-        """Queue one record (callable from any thread); the future resolves
-        on delivery."""
+    ) -> DeliveryFuture[RecordMetadata]:
+        """Queue one record (callable from any thread; call `wake` on the
+        loop afterwards); the future resolves on delivery."""
+        return self._enqueue(topic, value, key, partition, headers, timestamp)[0]
+
+    def _enqueue(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
+        timestamp: int | None = None,
+    ) -> tuple[DeliveryFuture[RecordMetadata], bool]:
         if self._fatal is not None:
             raise self._fatal
         if self._closed:
@@ -192,12 +203,13 @@ class AIOProducer:
         hdrs = [(str(k), _to_bytes(v)) for k, v in items]
         ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
         record = Record(_to_bytes(key), _to_bytes(value), hdrs, ts)
-        future: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+        future: DeliveryFuture[RecordMetadata] = DeliveryFuture()
         pending = _Pending(topic, partition, record, future, time.monotonic())
         with self._lock:
             self._unfinished += 1
+            was_empty = not self._inbox
             self._inbox.append(pending)
-        return future
+        return future, was_empty
 
     def wake(self) -> None:
         self._idle.clear()
@@ -208,7 +220,23 @@ class AIOProducer:
     ) -> RecordMetadata:
         future = self.enqueue(topic, value, key, **kw)
         self.wake()
-        return await asyncio.wrap_future(future)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[RecordMetadata] = loop.create_future()
+
+        def relay(f: DeliveryFuture[RecordMetadata]) -> None:
+            def settle() -> None:
+                if waiter.done():
+                    return
+                error = f.exception()
+                if error is not None:
+                    waiter.set_exception(error)
+                else:
+                    waiter.set_result(f.result())
+
+            loop.call_soon_threadsafe(settle)
+
+        future.add_done_callback(relay)
+        return await waiter
 
     async def flush(self, timeout_s: float | None = None) -> int:
         """Send everything queued now; returns how many records remain."""
@@ -504,14 +532,15 @@ class Producer:
     `produce(topic, value, key=None, partition=None, headers=None,
     timestamp=None, on_delivery=None)`, `poll(timeout)` (runs delivery
     callbacks), `flush(timeout)` (returns how many records remain),
-    `close()`. `produce` also returns a `concurrent.futures.Future`."""
+    `close()`. `produce` also returns a `DeliveryFuture` (done/result/exception/
+    add_done_callback, like concurrent.futures.Future)."""
 
     def __init__(self, conf: Mapping[str, Any]):
         self._runner = LoopThread("muster-producer")
         self._aio = AIOProducer(conf)
-        self._callbacks: deque[tuple[DeliveryCallback, concurrent.futures.Future[RecordMetadata]]]
+        self._callbacks: deque[tuple[DeliveryCallback, DeliveryFuture[RecordMetadata]]]
         self._callbacks = deque()
-        self._done: deque[tuple[DeliveryCallback, concurrent.futures.Future[RecordMetadata]]]
+        self._done: deque[tuple[DeliveryCallback, DeliveryFuture[RecordMetadata]]]
         self._done = deque()
         self._wake_pending = False
         try:
@@ -530,14 +559,15 @@ class Producer:
         timestamp: int | None = None,
         on_delivery: DeliveryCallback | None = None,
         callback: DeliveryCallback | None = None,
-    ) -> concurrent.futures.Future[RecordMetadata]:
+    ) -> DeliveryFuture[RecordMetadata]:
         if partition is not None and partition < 0:
             partition = None  # confluent's RD_KAFKA_PARTITION_UA
-        future = self._aio.enqueue(topic, value, key, partition, headers, timestamp)
+        future, first = self._aio._enqueue(topic, value, key, partition, headers, timestamp)
         cb = on_delivery or callback
         if cb is not None:
             future.add_done_callback(lambda f, cb=cb: self._done.append((cb, f)))
-        self._runner.call_soon(self._aio.wake)
+        if first:
+            self._runner.call_soon(self._aio.wake)  # later records ride on this wakeup
         return future
 
     def poll(self, timeout: float = 0) -> int:

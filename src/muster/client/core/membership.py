@@ -78,14 +78,17 @@ class MemberState(enum.Enum):
 @dataclass(frozen=True)
 class Request:
     """A request for the driver to send. `to` is "any" (the least-loaded
-    broker), "coordinator" or "metadata" (not a Kafka request: the driver
-    answers with {topic: partition_count} for body["topics"])."""
+    broker), "coordinator", "node" (broker `node`), "metadata" (not a Kafka
+    request: the driver refreshes metadata for body["topics"] and answers
+    with {topic: partition_count}) or "group" (the fetcher asking the
+    membership for committed offsets of `tag`)."""
 
     kind: str
     api_key: int
     body: dict[str, Any]
     to: str
     tag: Any = None
+    node: int = -1  # the broker, when to == "node"
 
 
 @dataclass(frozen=True)
@@ -219,9 +222,13 @@ class GroupMembership:
     def commit(self, offsets: Mapping[TP, int], tag: Any = None) -> None:
         """Queue a commit; an Event("commit", tag=tag) reports the result."""
         self._commits.append(_Commit(tag, dict(offsets), bool(self.subscription)))
+        if self.fatal is not None:
+            self._fail_pending()
 
     def fetch_committed(self, partitions: Iterable[TP], tag: Any = None) -> None:
         self._offset_fetches.append((tag, frozenset(partitions)))
+        if self.fatal is not None:
+            self._fail_pending()
 
     def close(self, now_ms: int) -> list[Request]:
         """Leave the group (Java's onLeavePrepare): a revoke event now, and
@@ -808,3 +815,18 @@ class GroupMembership:
     def _fail(self, error: KafkaError) -> None:
         self.fatal = error
         self.events.append(Event("fatal", error=error))
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        """After a fatal error nothing more is sent: answer what waits."""
+        assert self.fatal is not None
+        commits = list(self._commits)
+        if self._commit_in_flight is not None:
+            commits.append(self._commit_in_flight)
+        self._commits.clear()
+        self._commit_in_flight = None
+        for commit in commits:
+            self._commit_failed(commit, self.fatal)
+        fetches, self._offset_fetches = list(self._offset_fetches), deque()
+        for tag, _tps in fetches:
+            self.events.append(Event("committed", tag=tag, error=self.fatal))

@@ -1,0 +1,480 @@
+"""The consumer's fetch manager as a pure state machine: positions, offset
+resets, pipelined fetches and the record buffer.
+
+`poll(now_ms, leader_for) -> (requests, wake_at)` asks for what the
+partitions need: the committed offset (to="group"), a ListOffsets reset
+(auto.offset.reset or seek_to_beginning/end), a Fetch per leader (at most one
+in flight per broker; partitions whose records the app is still draining are
+left out, and then the fetch does not long-poll so their next fetch is not
+stuck behind it) and a metadata refresh when a leader is unknown or moved.
+The driver answers with `on_response` / `on_failure`; `take_records()` hands
+out up to `max.poll.records` and advances positions. Errors the app must see
+(offset out of range with no reset policy, unexpected partition errors,
+corrupt batches) collect in `errors`; the driver raises them from `poll`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from muster.client.core.membership import Request
+from muster.client.errors import KafkaError, OffsetError, ProtocolError, error_for
+from muster.client.types import ConsumerRecord, TopicPartition
+from muster.log.port import CorruptRecordError
+from muster.records.batch import (
+    CONTROL_MASK,
+    TIMESTAMP_TYPE_MASK,
+    batch_payload,
+    iter_batches,
+    zigzag_decode,
+)
+
+FETCH = 1
+LIST_OFFSETS = 2
+EARLIEST = -2
+LATEST = -1
+OFFSET_OUT_OF_RANGE = 1
+REFRESH_CODES = frozenset({3, 5, 6, 74, 75, 100})  # unknown topic, leader moved, epochs
+
+LeaderFor = Callable[[str, int], "int | None"]
+
+
+@dataclass
+class PartitionState:
+    position: int | None = None
+    reset: int | None = None  # EARLIEST/LATEST when a reset is pending
+    paused: bool = False
+    high_watermark: int = -1
+
+
+@dataclass
+class Completed:
+    tp: TopicPartition
+    fetch_offset: int
+    records: list[ConsumerRecord]
+    next_offset: int
+    index: int = 0
+
+
+class FetchManager:
+    def __init__(
+        self,
+        *,
+        default_reset: int | None,
+        use_committed: bool,
+        max_poll_records: int = 500,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        partition_max_bytes: int = 1_048_576,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        self.default_reset = default_reset
+        self.use_committed = use_committed
+        self.max_poll_records = max_poll_records
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_bytes = fetch_max_bytes
+        self.partition_max_bytes = partition_max_bytes
+        self.retry_backoff_ms = retry_backoff_ms
+        self.parts: dict[TopicPartition, PartitionState] = {}
+        self.buffer: deque[Completed] = deque()
+        self.errors: deque[KafkaError] = deque()
+        self._fetching: dict[int, set[TopicPartition]] = {}
+        self._resolving: set[TopicPartition] = set()
+        self._backoff_until: dict[Any, int] = {}
+        self._need_metadata = False
+        self._metadata_in_flight = False
+
+    # ------------------------------------------------------------ app inputs
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Exactly these partitions (positions of kept ones survive)."""
+        self.parts = {tp: self.parts.get(tp, PartitionState()) for tp in partitions}
+        self.buffer = deque(c for c in self.buffer if c.tp in self.parts)
+
+    def add(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.parts.setdefault(tp, PartitionState())
+
+    def remove(self, partitions: Iterable[TopicPartition]) -> None:
+        gone = set(partitions)
+        for tp in gone:
+            self.parts.pop(tp, None)
+        self._drop_buffered(gone)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        part = self._part(tp)
+        if offset in (EARLIEST, LATEST):
+            part.position, part.reset = None, offset
+        else:
+            part.position, part.reset = int(offset), None
+        self._drop_buffered({tp})
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = set(partitions)
+        for tp in tps:
+            self._part(tp).paused = True
+        self._drop_buffered(tps)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._part(tp).paused = False
+
+    def position(self, tp: TopicPartition) -> int | None:
+        return self._part(tp).position
+
+    def consumed(self) -> dict[tuple[str, int], int]:
+        return {tp: p.position for tp, p in self.parts.items() if p.position is not None}
+
+    def _part(self, tp: TopicPartition) -> PartitionState:
+        part = self.parts.get(tp)
+        if part is None:
+            raise KafkaError(f"{tp} is not assigned")
+        return part
+
+    def _drop_buffered(self, tps: set[TopicPartition]) -> None:
+        self.buffer = deque(c for c in self.buffer if c.tp not in tps)
+
+    @property
+    def in_flight(self) -> bool:
+        return bool(self._fetching)
+
+    # ------------------------------------------------------------ the step
+
+    def poll(self, now_ms: int, leader_for: LeaderFor) -> tuple[list[Request], int | None]:
+        out: list[Request] = []
+        self._positions_step(now_ms, leader_for, out)
+        self._fetch_step(now_ms, leader_for, out)
+        if self._need_metadata and not self._metadata_in_flight:
+            if now_ms >= self._backoff_until.get("metadata", 0):
+                self._metadata_in_flight = True
+                topics = sorted({tp.topic for tp in self.parts})
+                out.append(Request("metadata", -1, {"topics": topics}, "metadata"))
+        pending = [t for t in self._backoff_until.values() if t > now_ms]
+        return out, (min(pending) if pending else None)
+
+    def _positions_step(self, now_ms: int, leader_for: LeaderFor, out: list[Request]) -> None:
+        need_committed: list[TopicPartition] = []
+        resets: dict[int, dict[TopicPartition, int]] = {}
+        for tp, part in self.parts.items():
+            if part.position is not None or tp in self._resolving:
+                continue
+            if now_ms < self._backoff_until.get(tp, 0):
+                continue
+            if part.reset is None and self.use_committed:
+                need_committed.append(tp)
+                continue
+            reset = part.reset if part.reset is not None else self.default_reset
+            if reset is None:
+                self.errors.append(
+                    OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
+                )
+                self._backoff_until[tp] = now_ms + 1_000_000_000  # asked once
+                continue
+            leader = leader_for(*tp)
+            if leader is None:
+                self._need_metadata = True
+                continue
+            resets.setdefault(leader, {})[tp] = reset
+        if need_committed:
+            self._resolving.update(need_committed)
+            out.append(Request("committed", -1, {}, "group", tuple(need_committed)))
+        for leader, wanted in resets.items():
+            self._resolving.update(wanted)
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp, ts in wanted.items():
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": ts, "current_leader_epoch": -1}
+                )
+            body = {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            }
+            out.append(Request("list_offsets", LIST_OFFSETS, body, "node", wanted, leader))
+
+    def _fetch_step(self, now_ms: int, leader_for: LeaderFor, out: list[Request]) -> None:
+        buffered = {c.tp for c in self.buffer}
+        in_flight = set().union(*self._fetching.values()) if self._fetching else set()
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        draining: set[int] = set()  # leaders with partitions the app still drains
+        for tp, part in self.parts.items():
+            if part.paused:
+                continue
+            leader = leader_for(*tp)
+            if tp in buffered:
+                if leader is not None:
+                    draining.add(leader)
+                continue
+            if part.position is None or tp in in_flight:
+                continue
+            if leader is None:
+                self._need_metadata = True
+                continue
+            if leader in self._fetching or now_ms < self._backoff_until.get(leader, 0):
+                continue
+            by_leader.setdefault(leader, {})[tp] = part.position
+        for leader, positions in by_leader.items():
+            self._fetching[leader] = set(positions)
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp, offset in positions.items():
+                topics.setdefault(tp.topic, []).append(
+                    {
+                        "partition": tp.partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": self.partition_max_bytes,
+                    }
+                )
+            body = {
+                "replica_id": -1,
+                "max_wait": 0 if leader in draining else self.fetch_max_wait_ms,
+                "min_bytes": self.fetch_min_bytes,
+                "max_bytes": self.fetch_max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,  # no fetch session: every fetch is full
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            }
+            out.append(Request("fetch", FETCH, body, "node", positions, leader))
+
+    # ------------------------------------------------------------ answers
+
+    def on_response(self, request: Request, response: Any, now_ms: int) -> None:
+        getattr(self, f"_on_{request.kind}")(request, response, now_ms)
+
+    def on_failure(self, request: Request, error: KafkaError, now_ms: int) -> None:
+        backoff = now_ms + self.retry_backoff_ms
+        if request.kind == "fetch":
+            self._fetching.pop(request.node, None)
+            self._backoff_until[request.node] = backoff
+            self._need_metadata = True
+        elif request.kind in ("list_offsets", "committed"):
+            tps = list(request.tag)
+            self._resolving.difference_update(tps)
+            if error.retriable:
+                for tp in tps:
+                    self._backoff_until[tp] = backoff
+                self._need_metadata = self._need_metadata or request.kind == "list_offsets"
+            else:
+                self.errors.append(error)
+        elif request.kind == "metadata":
+            self._metadata_in_flight = False
+            self._backoff_until["metadata"] = backoff
+
+    def _on_metadata(self, request: Request, response: Any, now_ms: int) -> None:
+        self._metadata_in_flight = False
+        self._need_metadata = False
+        self._backoff_until["metadata"] = now_ms + self.retry_backoff_ms
+
+    def _on_committed(
+        self, request: Request, committed: Mapping[TopicPartition, int | None], now_ms: int
+    ) -> None:
+        self._resolving.difference_update(request.tag)
+        for tp in request.tag:
+            part = self.parts.get(tp)
+            if part is None or part.position is not None:
+                continue
+            offset = committed.get(tp)
+            if offset is not None and offset >= 0:
+                part.position = offset
+            elif self.default_reset is not None:
+                part.reset = self.default_reset
+            else:
+                self.errors.append(
+                    OffsetError(f"no committed offset for {tp} and auto.offset.reset=none")
+                )
+
+    def _on_list_offsets(self, request: Request, response: Any, now_ms: int) -> None:
+        wanted: dict[TopicPartition, int] = request.tag
+        self._resolving.difference_update(wanted)
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                code = int(p.error_code)
+                if code != 0:
+                    error = error_for(code, f"ListOffsets {tp.topic}-{tp.partition}")
+                    if error.retriable:
+                        self._backoff_until[tp] = now_ms + self.retry_backoff_ms
+                        self._need_metadata = True
+                    else:
+                        self.errors.append(error)
+                    continue
+                part = self.parts.get(tp)
+                if part is None or part.position is not None:
+                    continue
+                if part.reset in (None, wanted.get(tp)):
+                    part.position, part.reset = int(p.offset), None
+
+    def _on_fetch(self, request: Request, response: Any, now_ms: int) -> None:
+        positions: dict[TopicPartition, int] = request.tag
+        self._fetching.pop(request.node, None)
+        if int(response.error_code) != 0:
+            error = error_for(int(response.error_code), "Fetch")
+            if not error.retriable:
+                self.errors.append(error)
+            self._backoff_until[request.node] = now_ms + self.retry_backoff_ms
+            return
+        for t in response.responses:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, int(p.partition_index))
+                fetch_offset = positions.get(tp)
+                part = self.parts.get(tp)
+                if fetch_offset is None or part is None or part.position != fetch_offset:
+                    continue  # seeked, paused or revoked meanwhile
+                code = int(p.error_code)
+                if code == OFFSET_OUT_OF_RANGE:
+                    if self.default_reset is None:
+                        self.errors.append(
+                            OffsetError(f"offset {fetch_offset} out of range for {tp}", code=code)
+                        )
+                    else:
+                        part.position, part.reset = None, self.default_reset
+                    continue
+                if code in REFRESH_CODES:
+                    self._need_metadata = True
+                    continue
+                if code != 0:
+                    self.errors.append(error_for(code, f"Fetch {tp.topic}-{tp.partition}"))
+                    continue
+                part.high_watermark = int(p.high_watermark)
+                if not p.records:
+                    continue
+                try:
+                    records, next_offset = decode_records(tp, p.records, fetch_offset)
+                except ProtocolError as exc:
+                    self.errors.append(exc)
+                    continue
+                if records or next_offset > fetch_offset:
+                    self.buffer.append(Completed(tp, fetch_offset, records, next_offset))
+
+    # ------------------------------------------------------------ records out
+
+    def take_records(self) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        limit = self.max_poll_records
+        while self.buffer and len(out) < limit:
+            completed = self.buffer[0]
+            part = self.parts.get(completed.tp)
+            if part is None or part.paused or part.position != completed.fetch_offset:
+                self.buffer.popleft()  # stale: seeked, paused or revoked since
+                continue
+            take = completed.records[completed.index : completed.index + limit - len(out)]
+            out.extend(take)
+            completed.index += len(take)
+            if completed.index >= len(completed.records):
+                self.buffer.popleft()
+                end = completed.next_offset
+                if take:
+                    end = max(end, take[-1].offset + 1)
+                part.position = end
+            else:
+                part.position = take[-1].offset + 1
+                completed.fetch_offset = part.position
+        return out
+
+
+def decode_records(
+    tp: TopicPartition, data: bytes, fetch_offset: int
+) -> tuple[list[ConsumerRecord], int]:
+    """Records at or after `fetch_offset` from a fetch's record batches, and
+    the offset after the last whole batch (control batches and records
+    before `fetch_offset` are skipped). The consumer's hot path: varints are
+    read inline (one-byte fast path), no intermediate objects."""
+    out: list[ConsumerRecord] = []
+    append = out.append
+    next_offset = fetch_offset
+    topic, partition = tp
+    try:
+        for header in iter_batches(data):
+            end = header.base_offset + header.last_offset_delta + 1
+            if end <= fetch_offset:
+                continue
+            next_offset = max(next_offset, end)
+            attrs = header.attributes
+            if attrs & CONTROL_MASK:
+                continue
+            log_append = 1 if attrs & TIMESTAMP_TYPE_MASK else 0
+            payload = batch_payload(data, header)
+            base = header.base_offset
+            base_ts = header.base_timestamp
+            max_ts = header.max_timestamp
+            pos = 0
+            for _ in range(header.record_count):
+                b = payload[pos]
+                if b < 0x80:
+                    length, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    length, pos = zigzag_decode(payload, pos)
+                record_end = pos + length
+                pos += 1  # record attributes
+                b = payload[pos]
+                if b < 0x80:
+                    ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    ts_delta, pos = zigzag_decode(payload, pos)
+                b = payload[pos]
+                if b < 0x80:
+                    off_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    off_delta, pos = zigzag_decode(payload, pos)
+                b = payload[pos]
+                if b < 0x80:
+                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    n, pos = zigzag_decode(payload, pos)
+                if n < 0:
+                    key = None
+                else:
+                    key = payload[pos : pos + n]
+                    pos += n
+                b = payload[pos]
+                if b < 0x80:
+                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    n, pos = zigzag_decode(payload, pos)
+                if n < 0:
+                    value = None
+                else:
+                    value = payload[pos : pos + n]
+                    pos += n
+                count, pos = zigzag_decode(payload, pos)
+                headers: tuple[tuple[str, bytes | None], ...] = ()
+                if count:
+                    items = []
+                    for _h in range(count):
+                        n, pos = zigzag_decode(payload, pos)
+                        hkey = payload[pos : pos + n].decode("utf-8")
+                        pos += n
+                        n, pos = zigzag_decode(payload, pos)
+                        hval = None if n < 0 else payload[pos : pos + n]
+                        pos += max(n, 0)
+                        items.append((hkey, hval))
+                    headers = tuple(items)
+                if pos != record_end:
+                    raise ValueError("record length does not match its fields")
+                offset = base + off_delta
+                if offset >= fetch_offset:
+                    append(
+                        ConsumerRecord(
+                            topic,
+                            partition,
+                            offset,
+                            key,
+                            value,
+                            headers,
+                            max_ts if log_append else base_ts + ts_delta,
+                            log_append,
+                        )
+                    )
+    except (IndexError, ValueError, CorruptRecordError) as exc:
+        raise ProtocolError(f"corrupt record batch in {topic}-{partition}: {exc}") from exc
+    return out, next_offset
