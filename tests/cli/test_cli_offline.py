@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 from muster.cli.main import app
 from muster.cli.serve import properties_epilog
 from muster.config import PROPERTIES, BrokerConfig, ConfigError
-
-from .conftest import free_port, wait_for_port
+from tests.support.brokers import free_port, wait_for_port
 
 
 def squash(text: str) -> str:
@@ -250,7 +249,6 @@ def test_serve_config_error_from_the_broker_exits_2(
 
 def test_serve_runs_until_sigterm(tmp_path: Path) -> None:
     """The real broker behind `muster serve`: listens, then stops cleanly on SIGTERM."""
-    pytest.importorskip("muster.server.broker")
     port = free_port()
     argv = [sys.executable, "-m", "muster.cli", "serve", "--data-dir", str(tmp_path / "data")]
     argv += ["--listen", f"127.0.0.1:{port}", "--set", "group.initial.rebalance.delay.ms=0"]
@@ -258,7 +256,7 @@ def test_serve_runs_until_sigterm(tmp_path: Path) -> None:
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
-        wait_for_port(port, proc, log)
+        wait_for_port(port, proc)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, log.read_text()
     finally:

@@ -39,10 +39,20 @@ def test_at_least_once_when_a_member_is_killed(quick_broker, topic_name, tmp_pat
     group = f"{topic_name}-alo"
     outputs = [tmp_path / f"c{i}.out" for i in range(3)]
     procs = []
-    for out in outputs:
+    # a mixed group: two muster members (the first gets killed) and a confluent one
+    kinds = ["muster", "muster", "confluent"]
+    for out, kind in zip(outputs, kinds, strict=True):
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "tests.client.consumer_proc", bootstrap, group, topic_name],
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.client.consumer_proc",
+                    bootstrap,
+                    group,
+                    topic_name,
+                    kind,
+                ],
                 stdout=open(out, "w"),
                 stderr=subprocess.STDOUT,
                 cwd=ROOT,
@@ -67,3 +77,5 @@ def test_at_least_once_when_a_member_is_killed(quick_broker, topic_name, tmp_pat
             if line and not line.startswith("#"):
                 seen.add(int(line))
     assert seen == set(range(n)), f"lost {sorted(set(range(n)) - seen)[:20]}"
+    # every member took part, the killed one included
+    assert all(out.read_text().strip() for out in outputs)

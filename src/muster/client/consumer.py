@@ -1,12 +1,13 @@
 """The consumer: an asyncio core (`AIOConsumer`) and a blocking facade
 (`Consumer`).
 
-Group membership is the sans-IO `GroupMembership` (client/core); this
-module is its driver: it sends what the core asks for, feeds answers back,
-runs the heartbeat/auto-commit steps on a background task, and runs the join
-and the listener callbacks only inside the application's `poll`, as Java
-does. Fetching is pipelined: after `poll` hands out records, the next Fetch
-for those partitions is already on the wire.
+Group membership (`core.membership.GroupMembership`) and fetching
+(`core.fetcher.FetchManager`) are sans-IO state machines; this module is
+their driver: it sends what they ask for, feeds answers back, runs the
+heartbeat/auto-commit steps on a background task, and runs the join and the
+listener callbacks only inside the application's `poll`, as Java does.
+Fetching is pipelined: after `poll` hands out records, the next Fetch for
+those partitions is already on the wire.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ class AIOConsumer:
         task = asyncio.get_running_loop().create_task(coro)
         if track:
             self._tasks.add(task)
-            task.add_done_callback(self._task_done)
+        task.add_done_callback(self._task_done)
         return task
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:

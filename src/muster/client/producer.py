@@ -161,6 +161,7 @@ class AIOProducer:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ public
 
@@ -265,9 +266,11 @@ class AIOProducer:
                 await self.flush(timeout_s)
         finally:
             self._closed = True
-            if self._task is not None:
-                self._task.cancel()
-                await asyncio.wait([self._task], timeout=5)
+            tasks = [t for t in (self._task, *self._tasks) if t is not None]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
             self._fail_all(KafkaError("producer closed before delivery"))
             await self.cluster.close()
 
@@ -418,14 +421,29 @@ class AIOProducer:
                 batch.retry_at = now + self.retry_backoff_s
                 batch.attempts += 1
                 wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
-                asyncio.get_running_loop().create_task(self._refresh_quietly())
+                self._spawn(self._refresh_quietly())
                 continue
             by_leader.setdefault(leader, []).append(batch)
         for leader, batches in by_leader.items():
             for b in batches:
                 self._in_flight.add((b.topic, b.partition))
-            asyncio.get_running_loop().create_task(self._send(leader, batches))
+            self._spawn(self._send(leader, batches))
         return wake_at
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()  # a bug, not a Kafka error: stop loudly
+        error = exc if isinstance(exc, KafkaError) else KafkaError(f"producer failed: {exc!r}")
+        self._fatal = error
+        self._fail_all(error)
+        self._idle.set()
 
     async def _refresh_quietly(self) -> None:
         try:
