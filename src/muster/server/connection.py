@@ -66,13 +66,13 @@ class Connection:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
-            await self._answers.put(None)
-            try:
-                await sender
-            except (ConnectionError, asyncio.CancelledError):
-                pass
+            # The peer is gone, broke the protocol, or the broker is stopping:
+            # nobody will read answers still being computed (a parked JoinGroup
+            # or a long-polling Fetch), so they are cancelled, not awaited.
+            sender.cancel()
             for task in self._inflight:
                 task.cancel()
+            await asyncio.gather(sender, *self._inflight, return_exceptions=True)
             self.writer.close()
 
     async def _read_requests(self) -> None:
