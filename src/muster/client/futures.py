@@ -9,7 +9,7 @@ add_done_callback."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from muster.client.errors import KafkaTimeoutError
@@ -77,3 +77,34 @@ class DeliveryFuture(Generic[T]):
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait(timeout)
         return self._value if self._state == _ERROR else None
+
+
+def settle_many(
+    futures: Iterable[DeliveryFuture[Any]],
+    values: Iterable[Any] | None = None,
+    error: BaseException | None = None,
+) -> None:
+    """Resolve many futures under one lock acquisition: each with its value
+    from `values`, or all with `error`. Already finished ones are left alone.
+    Waiters are woken and callbacks run after the lock is released."""
+    fired: list[tuple[DeliveryFuture[Any], Any, Any]] = []
+    with _LOCK:
+        if error is not None:
+            for f in futures:
+                if f._state == _PENDING:
+                    f._state, f._value = _ERROR, error
+                    if f._callbacks is not None or f._event is not None:
+                        fired.append((f, f._callbacks, f._event))
+                        f._callbacks = None
+        else:
+            for f, value in zip(futures, values or (), strict=True):
+                if f._state == _PENDING:
+                    f._state, f._value = _RESULT, value
+                    if f._callbacks is not None or f._event is not None:
+                        fired.append((f, f._callbacks, f._event))
+                        f._callbacks = None
+    for f, callbacks, event in fired:
+        if event is not None:
+            event.set()
+        for callback in callbacks or ():
+            callback(f)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import random
-import threading
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from crc32c import crc32c
 
 from muster.client._runner import LoopThread, wait_event, with_timeout
 from muster.client.config import Config
@@ -38,11 +40,20 @@ from muster.client.errors import (
     TopicError,
     error_for,
 )
-from muster.client.futures import DeliveryFuture
+from muster.client.futures import DeliveryFuture, settle_many
 from muster.client.net import Cluster
 from muster.client.partitioner import partition_for_key
 from muster.records import compression
-from muster.records.batch import Record, build_batch
+from muster.records.batch import (
+    COMPRESSION_MASK,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    encode_record,
+    zigzag_encode,
+)
 
 PRODUCE = 0
 INIT_PRODUCER_ID = 22
@@ -98,16 +109,131 @@ def _acks(value: Any) -> int:
     return acks
 
 
-@dataclass
-class _Pending:
-    topic: str
-    partition: int | None
-    record: Record
-    future: DeliveryFuture[RecordMetadata]
-    created: float
+class _Pending(DeliveryFuture[RecordMetadata]):
+    """One queued record, and the future `produce` hands back for it (one
+    object per record). Its result is a (partition, offset, timestamp) tuple
+    until someone asks: `result()` turns it into a `RecordMetadata` then."""
+
+    __slots__ = ("created", "headers", "key", "partition", "timestamp", "topic", "value")
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | tuple[()],
+        timestamp: int,
+        created: float,
+    ) -> None:
+        self._state = 0  # DeliveryFuture's pending state
+        self._value = None
+        self._callbacks = None
+        self._event = None
+        self.topic = topic
+        self.partition = partition  # as asked for: None lets the partitioner choose
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp = timestamp
+        self.created = created
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        value: Any = DeliveryFuture.result(self, timeout)
+        if type(value) is tuple:
+            value = self._value = RecordMetadata(self.topic, *value)
+        return value  # type: ignore[no-any-return]
 
 
-@dataclass
+def _zigzag_bytes(value: int) -> bytes:
+    out = bytearray()
+    zigzag_encode(value, out)
+    return bytes(out)
+
+
+_VARINTS = 8192
+# zigzag varints of 0.._VARINTS-1 (one or two bytes): offset and timestamp
+# deltas and key/value lengths are nearly always among them.
+_ZZ = tuple(
+    bytes([v << 1]) if v < 64 else bytes([((v << 1) & 0x7F) | 0x80, v >> 6])
+    for v in range(_VARINTS)
+)
+_UINT32 = struct.Struct(">I")
+
+
+def encode_batch(
+    entries: list[_Pending],
+    codec: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+) -> bytes:
+    """One v2 record batch of `entries` (base offset 0), byte for byte what
+    `muster.records.batch.build_batch` makes of the same records, in one pass
+    into one bytearray and with one CRC-32C."""
+    zz = _ZZ
+    limit = _VARINTS
+    first_ts = min(e.timestamp for e in entries)
+    max_ts = max(e.timestamp for e in entries)
+    out = bytearray()
+    for i, e in enumerate(entries):
+        key, value, delta = e.key, e.value, e.timestamp - first_ts
+        if e.headers or i >= limit or delta >= limit:
+            encode_record(out, i, delta, key, value, e.headers)
+            continue
+        ts_b = zz[delta]
+        off_b = zz[i]
+        length = 2 + len(ts_b) + len(off_b)  # attributes + ... + header count
+        if key is None:
+            key_b = b"\x01"
+            length += 1
+        else:
+            n = len(key)
+            key_b = zz[n] if n < limit else _zigzag_bytes(n)
+            length += len(key_b) + n
+        if value is None:
+            value_b = b"\x01"
+            length += 1
+        else:
+            n = len(value)
+            value_b = zz[n] if n < limit else _zigzag_bytes(n)
+            length += len(value_b) + n
+        out += zz[length] if length < limit else _zigzag_bytes(length)
+        out += b"\x00"
+        out += ts_b
+        out += off_b
+        out += key_b
+        if key:
+            out += key
+        out += value_b
+        if value:
+            out += value
+        out += b"\x00"
+    body = compression.compress(codec, out)
+    batch = bytearray(HEADER_SIZE)
+    HEADER.pack_into(
+        batch,
+        0,
+        0,
+        HEADER_SIZE - LOG_OVERHEAD + len(body),
+        -1,
+        MAGIC,
+        0,
+        codec & COMPRESSION_MASK,
+        len(entries) - 1,
+        first_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(entries),
+    )
+    batch += body
+    _UINT32.pack_into(batch, 17, crc32c(memoryview(batch)[CRC_START:]))
+    return bytes(batch)
+
+
+@dataclass(slots=True)
 class _Batch:
     topic: str
     partition: int
@@ -154,14 +280,23 @@ class AIOProducer:
         self._sticky: dict[str, int] = {}
         self._wakeup = asyncio.Event()
         self._flushing = 0
-        self._unfinished = 0
+        # Records handed to the loop and not yet resolved (touched on the loop
+        # only); `_unfinished` adds the inbox, which any thread appends to.
+        self._owned = 0
+        self._wake_scheduled = False  # a wake is queued on the loop (see `_kick`)
         self._idle = asyncio.Event()
         self._idle.set()
         self._fatal: KafkaError | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
-        self._lock = threading.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def _unfinished(self) -> int:
+        """Records queued or in flight, not yet resolved. (Read off the loop
+        it may briefly count a record twice while the loop drains the inbox,
+        never zero while one is unresolved.)"""
+        return len(self._inbox) + self._owned
 
     # ------------------------------------------------------------ public
 
@@ -200,19 +335,35 @@ class AIOProducer:
             raise KafkaError("producer is closed")
         if not topic:
             raise TopicError("topic must be a non-empty string")
-        items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-        hdrs = [(str(k), _to_bytes(v)) for k, v in items]
-        ts = int(time.time() * 1000) if timestamp is None else int(timestamp)
-        record = Record(_to_bytes(key), _to_bytes(value), hdrs, ts)
-        future: DeliveryFuture[RecordMetadata] = DeliveryFuture()
-        pending = _Pending(topic, partition, record, future, time.monotonic())
-        with self._lock:
-            self._unfinished += 1
-            was_empty = not self._inbox
-            self._inbox.append(pending)
-        return future, was_empty
+        if headers is None:
+            hdrs: list[tuple[str, bytes | None]] | tuple[()] = ()
+        else:
+            items = headers.items() if isinstance(headers, Mapping) else headers
+            hdrs = [(str(k), _to_bytes(v)) for k, v in items]
+        pending = _Pending(
+            topic,
+            partition,
+            key if key is None or type(key) is bytes else _to_bytes(key),
+            value if value is None or type(value) is bytes else _to_bytes(value),
+            hdrs,
+            int(time.time() * 1000) if timestamp is None else int(timestamp),
+            time.monotonic(),
+        )
+        self._inbox.append(pending)  # deque.append is atomic: no lock
+        return pending, self._claim_wake()
+
+    def _claim_wake(self) -> bool:
+        """True when the caller must schedule `wake` on the loop: none is
+        queued yet. `wake` clears the flag before the loop drains the inbox,
+        so a record appended before this check is always seen by a drain that
+        follows a wake (records ride on an already queued wakeup)."""
+        if self._wake_scheduled:
+            return False
+        self._wake_scheduled = True
+        return True
 
     def wake(self) -> None:
+        self._wake_scheduled = False
         self._idle.clear()
         self._wakeup.set()
 
@@ -291,27 +442,30 @@ class AIOProducer:
         self.producer_id = int(response.producer_id)
         self.producer_epoch = int(response.producer_epoch)
 
-    def _resolve(self, entry: _Pending, result: RecordMetadata | KafkaError) -> None:
-        if not entry.future.done():
-            if isinstance(result, KafkaError):
-                entry.future.set_exception(result)
-            else:
-                entry.future.set_result(result)
-        with self._lock:
-            self._unfinished -= 1
+    def _resolve(self, entry: _Pending, error: KafkaError) -> None:
+        self._fail([entry], error)
+
+    def _fail(self, entries: list[_Pending], error: KafkaError) -> None:
+        settle_many(entries, error=error)
+        self._owned -= len(entries)
+
+    def _take_inbox(self) -> list[_Pending]:
+        """Move the inbox to the loop (counted in `_owned` before it leaves
+        the inbox, so `_unfinished` never dips)."""
+        inbox = self._inbox
+        n = len(inbox)
+        self._owned += n
+        popleft = inbox.popleft
+        return [popleft() for _ in range(n)]
 
     def _fail_all(self, error: KafkaError) -> None:
-        with self._lock:
-            inbox = list(self._inbox)
-            self._inbox.clear()
-        entries = inbox + self._waiting_metadata
+        entries = self._take_inbox() + self._waiting_metadata
         self._waiting_metadata = []
         for queue in self._batches.values():
             for batch in queue:
                 entries.extend(batch.entries)
         self._batches.clear()
-        for entry in entries:
-            self._resolve(entry, error)
+        self._fail(entries, error)
 
     async def _run(self) -> None:
         try:
@@ -342,20 +496,26 @@ class AIOProducer:
         await wait_event(self._wakeup, timeout)
 
     async def _drain_inbox(self) -> None:
-        with self._lock:
-            fresh = list(self._inbox)
-            self._inbox.clear()
-        todo = self._waiting_metadata + fresh
-        self._waiting_metadata = []
-        unknown = {e.topic for e in todo if e.topic not in self.cluster.topics}
+        fresh = self._take_inbox()
+        if self._waiting_metadata:
+            todo = self._waiting_metadata + fresh
+            self._waiting_metadata = []
+        else:
+            todo = fresh
+        if not todo:
+            return
+        known = self.cluster.topics
+        unknown = {e.topic for e in todo if e.topic not in known}
         if unknown:
             try:
                 await self.cluster.refresh_metadata(unknown | set(self.cluster.topics))
             except KafkaError:
                 pass  # retried below via _waiting_metadata until delivery.timeout.ms
         now = time.monotonic()
+        topics = self.cluster.topics
+        append = self._append
         for entry in todo:
-            meta = self.cluster.topics.get(entry.topic)
+            meta = topics.get(entry.topic)
             if meta is None:
                 if now - entry.created > min(self.delivery_timeout_s, 60):
                     self._resolve(entry, error_for(3, f"no metadata for topic {entry.topic}"))
@@ -370,24 +530,29 @@ class AIOProducer:
                     )
                     continue
                 partition = entry.partition
-            elif entry.record.key is not None:
-                partition = partition_for_key(entry.record.key, count)
+            elif entry.key is not None:
+                partition = partition_for_key(entry.key, count)
             else:
                 sticky = self._sticky.get(entry.topic)
                 if sticky is None or sticky >= count:
                     sticky = random.randrange(count)
                     self._sticky[entry.topic] = sticky
                 partition = sticky
-            self._append(entry, partition, now)
+            append(entry, partition, now)
         if self._waiting_metadata:
             await asyncio.sleep(self.retry_backoff_s)
 
     def _append(self, entry: _Pending, partition: int, now: float) -> None:
-        queue = self._batches.setdefault((entry.topic, partition), deque())
-        size = 32 + len(entry.record.key or b"") + len(entry.record.value or b"")
-        size += sum(len(k) + len(v or b"") for k, v in entry.record.headers)
+        tp = (entry.topic, partition)
+        queue = self._batches.get(tp)
+        if queue is None:
+            queue = self._batches[tp] = deque()
+        key, value = entry.key, entry.value
+        size = 32 + (len(key) if key else 0) + (len(value) if value else 0)
+        if entry.headers:
+            size += sum(len(k) + len(v or b"") for k, v in entry.headers)
         if not queue or queue[-1].attempts or queue[-1].size + size > self.batch_size:
-            if queue and entry.partition is None and entry.record.key is None:
+            if queue and entry.partition is None and key is None:
                 self._sticky.pop(entry.topic, None)  # a new batch: move on
             queue.append(_Batch(entry.topic, partition, created=now))
         batch = queue[-1]
@@ -408,8 +573,7 @@ class AIOProducer:
             expired = now - batch.entries[0].created > self.delivery_timeout_s
             if expired:
                 queue.popleft()
-                for entry in batch.entries:
-                    self._resolve(entry, KafkaTimeoutError("delivery.timeout.ms expired"))
+                self._fail(batch.entries, KafkaTimeoutError("delivery.timeout.ms expired"))
                 continue
             ready_at = batch.retry_at if batch.attempts else batch.created + self.linger_s
             full = len(queue) > 1 or batch.size >= self.batch_size
@@ -459,14 +623,8 @@ class AIOProducer:
                 batch.sequence = self._sequences.get(tp, 0)
                 self._sequences[tp] = (batch.sequence + len(batch.entries)) & 0x7FFFFFFF
                 base_sequence = batch.sequence
-            records = [e.record for e in batch.entries]
-            batch.encoded = build_batch(
-                records,
-                timestamp_ms=records[0].timestamp or 0,
-                compression_type=self.codec,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=base_sequence,
+            batch.encoded = encode_batch(
+                batch.entries, self.codec, self.producer_id, self.producer_epoch, base_sequence
             )
         return batch.encoded
 
@@ -523,10 +681,16 @@ class AIOProducer:
             if code == 0 or code == 46:  # DUPLICATE_SEQUENCE_NUMBER: already written
                 if queue and queue[0] is b:
                     queue.popleft()
-                for i, entry in enumerate(b.entries):
-                    offset = base + i if base >= 0 else -1
-                    stamp = ts if ts >= 0 else entry.record.timestamp or -1
-                    self._resolve(entry, RecordMetadata(b.topic, b.partition, offset, stamp))
+                part = b.partition
+                if base >= 0 and ts >= 0:
+                    values: Any = [(part, base + i, ts) for i in range(len(b.entries))]
+                else:
+                    values = [
+                        (part, base + i if base >= 0 else -1, ts if ts >= 0 else e.timestamp or -1)
+                        for i, e in enumerate(b.entries)
+                    ]
+                settle_many(b.entries, values)  # metadata built lazily by result()
+                self._owned -= len(b.entries)
                 continue
             error = failure if (failure is not None and code == -1) else error_for(code, msg)
             retriable = error.retriable or code == -1
@@ -538,8 +702,7 @@ class AIOProducer:
                 queue.popleft()
             if isinstance(error, ProducerFencedError | SequenceError):
                 self._fatal = error
-            for entry in b.entries:
-                self._resolve(entry, error)
+            self._fail(b.entries, error)
         if refresh:
             await self._refresh_quietly()
         self._wakeup.set()

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">i")
 MAX_PIPELINED = 128
+_JOIN_LIMIT = 64 * 1024
 
 
 class ProtocolViolation(Exception):
@@ -80,7 +81,8 @@ class Connection:
         idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
         while True:
             try:
-                prefix = await asyncio.wait_for(self.reader.readexactly(4), idle_s)
+                async with asyncio.timeout(idle_s):  # no extra task per request
+                    prefix = await self.reader.readexactly(4)
             except TimeoutError:
                 if any(not t.done() for t in self._inflight):
                     continue  # a long poll or a join is still being answered
@@ -174,9 +176,14 @@ class Connection:
                         _summary(payload),
                     )
             header = response_header(correlation_id, api_key, flexible)
-            # two writes, so a megabyte body is handed to the socket without a join
-            self.writer.write(_LENGTH.pack(len(header) + len(body)) + header)
-            self.writer.write(body)
+            prefix = _LENGTH.pack(len(header) + len(body)) + header
+            if len(body) > _JOIN_LIMIT:
+                # a megabyte Fetch body goes to the socket without a join copy
+                self.writer.write(prefix)
+                self.writer.write(body)
+            else:
+                # one send per answer: each send on loopback wakes the client
+                self.writer.write(prefix + body)
             await self.writer.drain()
 
 

@@ -382,23 +382,31 @@ class FetchManager:
         return out
 
 
+_new_record = tuple.__new__  # ConsumerRecord(*fields) goes through a Python __new__
+
+
 def decode_records(
     tp: TopicPartition, data: bytes, fetch_offset: int
 ) -> tuple[list[ConsumerRecord], int]:
     """Records at or after `fetch_offset` from a fetch's record batches, and
     the offset after the last whole batch (control batches and records
-    before `fetch_offset` are skipped). The consumer's hot path: varints are
-    read inline (one-byte fast path), no intermediate objects."""
+    before `fetch_offset` are skipped). The consumer's hot path: one pass per
+    batch, varints read inline (one- and two-byte fast paths), records built
+    with tuple.__new__, no intermediate objects."""
     out: list[ConsumerRecord] = []
     append = out.append
     next_offset = fetch_offset
     topic, partition = tp
+    new = _new_record
+    cls = ConsumerRecord
+    no_headers: tuple[tuple[str, bytes | None], ...] = ()
     try:
         for header in iter_batches(data):
             end = header.base_offset + header.last_offset_delta + 1
             if end <= fetch_offset:
                 continue
-            next_offset = max(next_offset, end)
+            if end > next_offset:
+                next_offset = end
             attrs = header.attributes
             if attrs & CONTROL_MASK:
                 continue
@@ -411,24 +419,33 @@ def decode_records(
             for _ in range(header.record_count):
                 b = payload[pos]
                 if b < 0x80:
-                    length, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    length = (b >> 1) ^ -(b & 1)
+                    pos += 1
                 else:
-                    length, pos = zigzag_decode(payload, pos)
+                    b2 = payload[pos + 1]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | (b2 << 7)
+                        length = (raw >> 1) ^ -(raw & 1)
+                        pos += 2
+                    else:
+                        length, pos = zigzag_decode(payload, pos)
                 record_end = pos + length
-                pos += 1  # record attributes
-                b = payload[pos]
+                b = payload[pos + 1]  # pos: record attributes
                 if b < 0x80:
-                    ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    ts_delta = (b >> 1) ^ -(b & 1)
+                    pos += 2
                 else:
-                    ts_delta, pos = zigzag_decode(payload, pos)
+                    ts_delta, pos = zigzag_decode(payload, pos + 1)
                 b = payload[pos]
                 if b < 0x80:
-                    off_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    off_delta = (b >> 1) ^ -(b & 1)
+                    pos += 1
                 else:
                     off_delta, pos = zigzag_decode(payload, pos)
                 b = payload[pos]
                 if b < 0x80:
-                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 1
                 else:
                     n, pos = zigzag_decode(payload, pos)
                 if n < 0:
@@ -438,17 +455,26 @@ def decode_records(
                     pos += n
                 b = payload[pos]
                 if b < 0x80:
-                    n, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    n = (b >> 1) ^ -(b & 1)
+                    pos += 1
                 else:
-                    n, pos = zigzag_decode(payload, pos)
+                    b2 = payload[pos + 1]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | (b2 << 7)
+                        n = (raw >> 1) ^ -(raw & 1)
+                        pos += 2
+                    else:
+                        n, pos = zigzag_decode(payload, pos)
                 if n < 0:
                     value = None
                 else:
                     value = payload[pos : pos + n]
                     pos += n
-                count, pos = zigzag_decode(payload, pos)
-                headers: tuple[tuple[str, bytes | None], ...] = ()
-                if count:
+                if payload[pos] == 0:  # no headers: the common case
+                    pos += 1
+                    headers = no_headers
+                else:
+                    count, pos = zigzag_decode(payload, pos)
                     items = []
                     for _h in range(count):
                         n, pos = zigzag_decode(payload, pos)
@@ -464,15 +490,18 @@ def decode_records(
                 offset = base + off_delta
                 if offset >= fetch_offset:
                     append(
-                        ConsumerRecord(
-                            topic,
-                            partition,
-                            offset,
-                            key,
-                            value,
-                            headers,
-                            max_ts if log_append else base_ts + ts_delta,
-                            log_append,
+                        new(
+                            cls,
+                            (
+                                topic,
+                                partition,
+                                offset,
+                                key,
+                                value,
+                                headers,
+                                max_ts if log_append else base_ts + ts_delta,
+                                log_append,
+                            ),
                         )
                     )
     except (IndexError, ValueError, CorruptRecordError) as exc:
