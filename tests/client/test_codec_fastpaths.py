@@ -11,8 +11,10 @@ import pytest
 from muster.client.core.fetcher import decode_records
 from muster.client.errors import KafkaError
 from muster.client.futures import settle_many
+from muster.client.net import encode_frame
 from muster.client.producer import RecordMetadata, _Pending, encode_batch
 from muster.client.types import ConsumerRecord, TopicPartition
+from muster.protocol.client_codec import encode_request
 from muster.records import compression
 from muster.records.batch import Record, build_batch, iter_records
 
@@ -74,15 +76,49 @@ def test_encode_batch_matches_build_batch(codec: int) -> None:
 
 def test_pending_future_builds_metadata_lazily() -> None:
     entries = [pending(Record(b"k", b"v", [], 5)) for _ in range(3)]
+    for i, e in enumerate(entries):
+        e.index = i
     seen: list[Any] = []
     entries[0].add_done_callback(lambda f: seen.append(f.result()))
-    settle_many(entries, [(2, 10 + i, 5) for i in range(3)])
-    assert seen == [RecordMetadata("t", 2, 10, 5)]
-    assert entries[2].result() == RecordMetadata("t", 2, 12, 5)
+    settle_many(entries, same=(2, 10, 7))
+    assert seen == [RecordMetadata("t", 2, 10, 7)]
+    assert entries[2].result() == RecordMetadata("t", 2, 12, 7)
     assert entries[2].exception() is None
+    acks0 = [pending(Record(b"k", b"v", [], 5)), pending(Record(b"k", b"v", [], 0))]
+    acks0[1].index = 1
+    settle_many(acks0, same=(1, -1, -1))  # no offsets, no log append time
+    assert [f.result() for f in acks0] == [
+        RecordMetadata("t", 1, -1, 5),
+        RecordMetadata("t", 1, -1, -1),
+    ]
+    plain = [pending(Record(None, b"v", [], 1)) for _ in range(2)]
+    settle_many(plain, ["a", "b"])
+    assert [f._value for f in plain] == ["a", "b"]
     failed = pending(Record(None, None, [], 1))
     settle_many([failed], error=KafkaError("boom"))
     settle_many([failed], [(0, 0, 0)])  # already settled: left alone
     assert isinstance(failed.exception(), KafkaError)
     with pytest.raises(KafkaError):
         failed.result()
+
+
+def test_encode_frame_matches_encode_request() -> None:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout": 1000,
+        "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": bytearray(b"abc")}]}
+        ],
+    }
+    frame = encode_frame(0, 9, 17, "cid", body)
+    assert bytes(frame) == encode_request(0, 9, 17, "cid", body)
+
+
+def test_decode_records_long_batch() -> None:
+    records = [Record(b"%d" % i, b"v" * (i % 300), [], 10_000 + i * 3) for i in range(9000)]
+    got, next_offset = decode_records(TP, build_batch(records, base_offset=7), 100)
+    assert next_offset == 9007
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in got] == [
+        (7 + i, r.key, r.value, r.timestamp) for i, r in enumerate(records) if 7 + i >= 100
+    ]

@@ -210,3 +210,28 @@ def test_corrupt_batch_is_an_error_not_a_crash():
     data[-3:] = b"\xff\xff\xff"  # garble the last record
     f.on_response(fetch, fetch_response({TP0: {"records": bytes(data)}}), 0)
     assert f.errors and "corrupt" in str(f.errors.popleft())
+
+
+def test_prefetch_behind_buffered_records_while_broker_has_more():
+    f = manager(max_poll_records=100)
+    f.assign([TP0])
+    f.seek(TP0, 0)
+    fetch = one(f.poll(0, leaders)[0], "fetch")
+    f.on_response(fetch, fetch_response({TP0: {"records": batch(0, 5), "high_watermark": 12}}), 0)
+    # records 0..4 buffered, the broker has up to 11: fetch 5.. now, without long poll
+    prefetch = one(f.poll(0, leaders)[0], "fetch")
+    assert prefetch.body["topics"][0]["partitions"][0]["fetch_offset"] == 5
+    assert prefetch.body["max_wait"] == 0
+    f.on_response(
+        prefetch, fetch_response({TP0: {"records": batch(5, 4), "high_watermark": 12}}), 0
+    )
+    assert f.poll(0, leaders)[0] == []  # two answers buffered: enough
+    assert [r.offset for r in f.take_records()] == list(range(9))
+    assert f.position(TP0) == 9
+    fetch = one(f.poll(0, leaders)[0], "fetch")
+    assert fetch.body["topics"][0]["partitions"][0]["fetch_offset"] == 9
+    # a seek drops the buffer and makes an answer to the old fetch stale
+    f.seek(TP0, 3)
+    f.on_response(fetch, fetch_response({TP0: {"records": batch(9, 3), "high_watermark": 12}}), 0)
+    assert f.take_records() == []
+    assert f.position(TP0) == 3

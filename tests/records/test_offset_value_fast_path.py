@@ -25,3 +25,10 @@ def test_legacy_version_with_expiry_still_decodes() -> None:
     data = ot.encode_offset_commit_value(value)
     assert data[:2] == b"\x00\x01"
     assert ot.decode_offset_commit_value(data) == value
+
+
+@given(group=st.text(max_size=30), topic=st.text(max_size=30), partition=st.integers(0, 2**31 - 1))
+def test_fast_key_decode_matches_generic(group: str, topic: str, partition: int) -> None:
+    key = ot.OffsetCommitKey(group, topic, partition)
+    data = ot.encode_key(key)
+    assert ot.decode_key(data) == ot.decode("OffsetCommitKey", data)[1] == key

@@ -692,6 +692,11 @@ class AIOConsumer:
             f.on_failure(request, error, _now_ms())
         else:
             f.on_response(request, response, _now_ms())
+            if request.kind == "fetch" and f.buffer and not self._closed:
+                # while records wait for the app, the next fetches (prefetches
+                # behind buffered answers, fetches of partitions with nothing
+                # buffered) go out now, not at the application's next poll
+                self._fetch_step()
         self._kick.set()
 
 

@@ -83,10 +83,13 @@ def settle_many(
     futures: Iterable[DeliveryFuture[Any]],
     values: Iterable[Any] | None = None,
     error: BaseException | None = None,
+    *,
+    same: Any = None,
 ) -> None:
     """Resolve many futures under one lock acquisition: each with its value
-    from `values`, or all with `error`. Already finished ones are left alone.
-    Waiters are woken and callbacks run after the lock is released."""
+    from `values`, or all with `same` (when `values` is None), or all with
+    `error`. Already finished ones are left alone. Waiters are woken and
+    callbacks run after the lock is released."""
     fired: list[tuple[DeliveryFuture[Any], Any, Any]] = []
     with _LOCK:
         if error is not None:
@@ -96,8 +99,15 @@ def settle_many(
                     if f._callbacks is not None or f._event is not None:
                         fired.append((f, f._callbacks, f._event))
                         f._callbacks = None
+        elif values is None:
+            for f in futures:
+                if f._state == _PENDING:
+                    f._state, f._value = _RESULT, same
+                    if f._callbacks is not None or f._event is not None:
+                        fired.append((f, f._callbacks, f._event))
+                        f._callbacks = None
         else:
-            for f, value in zip(futures, values or (), strict=True):
+            for f, value in zip(futures, values, strict=True):
                 if f._state == _PENDING:
                     f._state, f._value = _RESULT, value
                     if f._callbacks is not None or f._event is not None:

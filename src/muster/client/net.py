@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import random
 import struct
@@ -29,10 +30,13 @@ from muster.client.errors import (
     UnsupportedError,
     error_for,
 )
-from muster.protocol.client_codec import decode_response, encode_request, peek_correlation_id
-from muster.protocol.codec import DecodeError, request_schema
+from muster.protocol.client_codec import decode_response, peek_correlation_id
+from muster.protocol.codec import DecodeError, _writer, build, request_schema
 
 _SIZE = struct.Struct(">i")
+# StreamReader's buffer limit: with the default 64 KiB it pauses and resumes
+# the socket every 128 KiB of a megabytes-long Fetch answer.
+_READ_LIMIT = 8 * 1024 * 1024
 
 API_VERSIONS = 18
 METADATA = 3
@@ -63,14 +67,46 @@ CLIENT_MAX: dict[int, int] = {
 }
 
 
+def encode_frame(
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any] | Any,
+) -> memoryview:
+    """`muster.protocol.client_codec.encode_request`'s frame (int32 size,
+    request header, body) as a view of the buffer it was written into, not a
+    copy of it: a Produce frame carries megabytes of record batches."""
+    schema = request_schema(api_key, version)
+    header_schema = schema.__header_schema__
+    header = build(
+        header_schema,
+        {
+            "request_api_key": api_key,
+            "request_api_version": version,
+            "correlation_id": correlation_id,
+            "client_id": client_id,
+        },
+    )
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    _writer(header_schema)(buf, header)
+    _writer(schema)(buf, build(schema, body))
+    out = buf.getbuffer()
+    _SIZE.pack_into(out, 0, len(out) - 4)
+    return out
+
+
 @cache
 def client_versions(api_key: int) -> tuple[int, int]:
     """(lowest, highest) version the client can encode for `api_key`."""
     top = CLIENT_MAX.get(api_key, -1)
-    known = [v for v in range(top + 1) if _has_schema(api_key, v)]
-    if not known:
+    # the lowest and the highest with a schema (loading a schema costs: not all)
+    low = next((v for v in range(top + 1) if _has_schema(api_key, v)), None)
+    if low is None:
         return (0, -1)
-    return (min(known), max(known))
+    high = next(v for v in range(top, low - 1, -1) if _has_schema(api_key, v))
+    return (low, high)
 
 
 def _has_schema(api_key: int, version: int) -> bool:
@@ -118,7 +154,7 @@ class Connection:
     async def connect(self, timeout_s: float = 10.0) -> Connection:
         try:
             self._reader, self._writer = await with_timeout(
-                asyncio.open_connection(self.host, self.port), timeout_s
+                asyncio.open_connection(self.host, self.port, limit=_READ_LIMIT), timeout_s
             )
         except (TimeoutError, OSError) as exc:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
@@ -186,7 +222,7 @@ class Connection:
         if version is None:
             version = self.version_for(api_key)
         correlation_id = next(self._ids)
-        frame = encode_request(api_key, version, correlation_id, self.client_id, body)
+        frame = encode_frame(api_key, version, correlation_id, self.client_id, body)
         if expect_response:
             self._pending[correlation_id] = _Pending(api_key, version, future)
         else:

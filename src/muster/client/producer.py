@@ -4,11 +4,13 @@
 Records are partitioned (explicit partition, else murmur2 of the key as Java
 and librdkafka's murmur2_random do, else a sticky random partition per
 batch), accumulated per partition and sent when a batch reaches `batch.size`
-or has waited `linger.ms`. One Produce request per partition is in flight
-at a time, so retries keep order; requests to different partitions and
-brokers are pipelined. With `enable.idempotence` the producer gets an id
-from InitProducerId and numbers each partition's batches; a retried batch
-keeps its sequence so the broker de-duplicates it.
+or has waited `linger.ms`. By default one Produce request per partition is
+in flight at a time, so retries keep order
+(`max.in.flight.requests.per.connection`, applied per partition, allows more);
+requests to different partitions and brokers are pipelined. With
+`enable.idempotence` the producer gets an id from InitProducerId and
+numbers each partition's batches; a retried batch keeps its sequence so the
+broker de-duplicates it.
 
 Every record resolves its future (and delivery callback) exactly once, with
 `RecordMetadata` or a `KafkaError`; a failure of the sender itself fails
@@ -69,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "delivery.timeout.ms": 120_000,
     "retry.backoff.ms": 100,
     "metadata.max.age.ms": 300_000,
+    "max.in.flight.requests.per.connection": 1,
 }
 
 
@@ -111,10 +114,20 @@ def _acks(value: Any) -> int:
 
 class _Pending(DeliveryFuture[RecordMetadata]):
     """One queued record, and the future `produce` hands back for it (one
-    object per record). Its result is a (partition, offset, timestamp) tuple
-    until someone asks: `result()` turns it into a `RecordMetadata` then."""
+    object per record). On delivery its value is its batch's shared
+    (partition, base offset, log append time) tuple until someone asks:
+    `result()` turns it into this record's `RecordMetadata` then."""
 
-    __slots__ = ("created", "headers", "key", "partition", "timestamp", "topic", "value")
+    __slots__ = (
+        "created",
+        "headers",
+        "index",
+        "key",
+        "partition",
+        "timestamp",
+        "topic",
+        "value",
+    )
 
     def __init__(
         self,
@@ -137,11 +150,18 @@ class _Pending(DeliveryFuture[RecordMetadata]):
         self.headers = headers
         self.timestamp = timestamp
         self.created = created
+        self.index = 0  # place in its batch
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         value: Any = DeliveryFuture.result(self, timeout)
         if type(value) is tuple:
-            value = self._value = RecordMetadata(self.topic, *value)
+            partition, base, ts = value
+            value = self._value = RecordMetadata(
+                self.topic,
+                partition,
+                base + self.index if base >= 0 else -1,
+                ts if ts >= 0 else self.timestamp or -1,
+            )
         return value  # type: ignore[no-any-return]
 
 
@@ -159,6 +179,10 @@ _ZZ = tuple(
     for v in range(_VARINTS)
 )
 _UINT32 = struct.Struct(">I")
+_wall = time.time
+_mono = time.monotonic
+_NO_HEADER = bytes(HEADER_SIZE)
+_NO_QUEUE: deque[Any] = deque([None])  # the batch header's place, filled in last
 
 
 def encode_batch(
@@ -167,19 +191,23 @@ def encode_batch(
     producer_id: int,
     producer_epoch: int,
     base_sequence: int,
-) -> bytes:
+) -> bytearray:
     """One v2 record batch of `entries` (base offset 0), byte for byte what
-    `muster.records.batch.build_batch` makes of the same records, in one pass
-    into one bytearray and with one CRC-32C."""
+    `muster.records.batch.build_batch` makes of the same records: one pass
+    collecting the pieces, one join into the final buffer (each key and value
+    copied once), one CRC-32C."""
     zz = _ZZ
     limit = _VARINTS
     first_ts = min(e.timestamp for e in entries)
     max_ts = max(e.timestamp for e in entries)
-    out = bytearray()
+    pieces: list[bytes | bytearray] = [_NO_HEADER]
+    add = pieces.append
     for i, e in enumerate(entries):
         key, value, delta = e.key, e.value, e.timestamp - first_ts
         if e.headers or i >= limit or delta >= limit:
-            encode_record(out, i, delta, key, value, e.headers)
+            one = bytearray()
+            encode_record(one, i, delta, key, value, e.headers)
+            add(one)
             continue
         ts_b = zz[delta]
         off_b = zz[i]
@@ -198,24 +226,26 @@ def encode_batch(
             n = len(value)
             value_b = zz[n] if n < limit else _zigzag_bytes(n)
             length += len(value_b) + n
-        out += zz[length] if length < limit else _zigzag_bytes(length)
-        out += b"\x00"
-        out += ts_b
-        out += off_b
-        out += key_b
+        add(zz[length] if length < limit else _zigzag_bytes(length))
+        add(b"\x00")
+        add(ts_b)
+        add(off_b)
+        add(key_b)
         if key:
-            out += key
-        out += value_b
+            add(key)
+        add(value_b)
         if value:
-            out += value
-        out += b"\x00"
-    body = compression.compress(codec, out)
-    batch = bytearray(HEADER_SIZE)
+            add(value)
+        add(b"\x00")
+    batch = bytearray().join(pieces)
+    if codec != compression.NONE:
+        body = compression.compress(codec, memoryview(batch)[HEADER_SIZE:])
+        batch = bytearray(HEADER_SIZE) + body
     HEADER.pack_into(
         batch,
         0,
         0,
-        HEADER_SIZE - LOG_OVERHEAD + len(body),
+        len(batch) - LOG_OVERHEAD,
         -1,
         MAGIC,
         0,
@@ -228,9 +258,8 @@ def encode_batch(
         base_sequence,
         len(entries),
     )
-    batch += body
     _UINT32.pack_into(batch, 17, crc32c(memoryview(batch)[CRC_START:]))
-    return bytes(batch)
+    return batch
 
 
 @dataclass(slots=True)
@@ -242,8 +271,9 @@ class _Batch:
     created: float = 0.0
     sequence: int = -1  # assigned when first sent (idempotent producers)
     attempts: int = 0
+    sending: bool = False  # in a Produce request now
     retry_at: float = 0.0
-    encoded: bytes | None = None
+    encoded: bytearray | None = None
 
 
 class AIOProducer:
@@ -264,6 +294,12 @@ class AIOProducer:
         self.idempotent = c.bool("enable.idempotence")
         if self.idempotent and self.acks != -1:
             raise ConfigError("enable.idempotence requires acks=all")
+        key = "max.in.flight.requests.per.connection"
+        self.max_in_flight = int(c.get("max.in.flight", c.int(key)))
+        if self.max_in_flight < 1:
+            raise ConfigError(f"{key} must be at least 1")
+        if self.idempotent and self.max_in_flight > 1:
+            raise ConfigError(f"enable.idempotence requires {key}=1")
         self.request_timeout_ms = c.int("request.timeout.ms")
         self.delivery_timeout_s = c.int("delivery.timeout.ms") / 1000
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
@@ -276,7 +312,7 @@ class AIOProducer:
         self._inbox: deque[_Pending] = deque()
         self._waiting_metadata: list[_Pending] = []
         self._batches: dict[tuple[str, int], deque[_Batch]] = {}
-        self._in_flight: set[tuple[str, int]] = set()
+        self._in_flight: dict[tuple[str, int], int] = {}  # Produce requests per partition
         self._sticky: dict[str, int] = {}
         self._wakeup = asyncio.Event()
         self._flushing = 0
@@ -513,7 +549,10 @@ class AIOProducer:
                 pass  # retried below via _waiting_metadata until delivery.timeout.ms
         now = time.monotonic()
         topics = self.cluster.topics
-        append = self._append
+        batches = self._batches
+        batch_size = self.batch_size
+        tp: tuple[str, int] | None = None
+        batch: _Batch | None = None
         for entry in todo:
             meta = topics.get(entry.topic)
             if meta is None:
@@ -538,7 +577,24 @@ class AIOProducer:
                     sticky = random.randrange(count)
                     self._sticky[entry.topic] = sticky
                 partition = sticky
-            append(entry, partition, now)
+            # append to the partition's open batch (inline `_append`)
+            key, value = entry.key, entry.value
+            size = 32 + (len(key) if key else 0) + (len(value) if value else 0)
+            if entry.headers:
+                size += sum(len(k) + len(v or b"") for k, v in entry.headers)
+            if (
+                batch is not None
+                and tp == (entry.topic, partition)
+                and batch.size + size <= batch_size
+                and batch is batches.get(tp, _NO_QUEUE)[-1]
+            ):
+                entry.index = len(batch.entries)
+                batch.entries.append(entry)
+                batch.size += size
+                continue
+            self._append(entry, partition, now)
+            tp = (entry.topic, partition)
+            batch = batches[tp][-1]
         if self._waiting_metadata:
             await asyncio.sleep(self.retry_backoff_s)
 
@@ -551,47 +607,69 @@ class AIOProducer:
         size = 32 + (len(key) if key else 0) + (len(value) if value else 0)
         if entry.headers:
             size += sum(len(k) + len(v or b"") for k, v in entry.headers)
-        if not queue or queue[-1].attempts or queue[-1].size + size > self.batch_size:
+        last = queue[-1] if queue else None
+        if last is None or last.attempts or last.sending or last.size + size > self.batch_size:
             if queue and entry.partition is None and key is None:
                 self._sticky.pop(entry.topic, None)  # a new batch: move on
             queue.append(_Batch(entry.topic, partition, created=now))
         batch = queue[-1]
+        entry.index = len(batch.entries)
         batch.entries.append(entry)
         batch.size += size
 
     def _send_ready(self, now: float) -> float | None:
-        """Send every ready batch; return when the next one will be ready."""
-        by_leader: dict[int, list[_Batch]] = {}
+        """Send every ready batch; return when the next one will be ready.
+
+        Per partition, batches go out in queue order, at most
+        `max_in_flight` at a time (default 1: the next one waits for the
+        answer, so retries keep order). A partition's k-th batch picked here
+        rides in the k-th request to its leader (one batch per partition per
+        request), and requests are written in that order."""
+        rounds: dict[int, list[list[_Batch]]] = {}
         wake_at: float | None = None
+        limit = self.max_in_flight
         for tp, queue in list(self._batches.items()):
             if not queue:
                 del self._batches[tp]
                 continue
-            if tp in self._in_flight:
-                continue
-            batch = queue[0]
-            expired = now - batch.entries[0].created > self.delivery_timeout_s
-            if expired:
-                queue.popleft()
-                self._fail(batch.entries, KafkaTimeoutError("delivery.timeout.ms expired"))
-                continue
-            ready_at = batch.retry_at if batch.attempts else batch.created + self.linger_s
-            full = len(queue) > 1 or batch.size >= self.batch_size
-            if not (full or self._flushing or now >= ready_at) or now < batch.retry_at:
-                wake_at = ready_at if wake_at is None else min(wake_at, ready_at)
-                continue
-            leader = self.cluster.leader_for(*tp)
-            if leader is None:
-                batch.retry_at = now + self.retry_backoff_s
-                batch.attempts += 1
-                wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
-                self._spawn(self._refresh_quietly())
-                continue
-            by_leader.setdefault(leader, []).append(batch)
-        for leader, batches in by_leader.items():
-            for b in batches:
-                self._in_flight.add((b.topic, b.partition))
-            self._spawn(self._send(leader, batches))
+            busy = self._in_flight.get(tp, 0)
+            picked = 0
+            i = 0
+            while busy < limit and i < len(queue):
+                batch = queue[i]
+                if batch.sending:
+                    i += 1
+                    continue
+                expired = now - batch.entries[0].created > self.delivery_timeout_s
+                if expired:
+                    del queue[i]
+                    self._fail(batch.entries, KafkaTimeoutError("delivery.timeout.ms expired"))
+                    continue
+                ready_at = batch.retry_at if batch.attempts else batch.created + self.linger_s
+                full = i < len(queue) - 1 or batch.size >= self.batch_size
+                if not (full or self._flushing or now >= ready_at) or now < batch.retry_at:
+                    wake_at = ready_at if wake_at is None else min(wake_at, ready_at)
+                    break
+                leader = self.cluster.leader_for(*tp)
+                if leader is None:
+                    batch.retry_at = now + self.retry_backoff_s
+                    batch.attempts += 1
+                    wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
+                    self._spawn(self._refresh_quietly())
+                    break
+                batch.sending = True
+                busy += 1
+                requests = rounds.setdefault(leader, [])
+                if len(requests) <= picked:
+                    requests.append([])
+                requests[picked].append(batch)
+                picked += 1
+                i += 1
+            if busy:
+                self._in_flight[tp] = busy
+        for leader, requests in rounds.items():
+            for batches in requests:
+                self._spawn(self._send(leader, batches))
         return wake_at
 
     def _spawn(self, coro: Any) -> None:
@@ -615,7 +693,7 @@ class AIOProducer:
         except KafkaError:
             pass  # the batch waiting on it retries, and times out with an error
 
-    def _encode(self, batch: _Batch) -> bytes:
+    def _encode(self, batch: _Batch) -> bytearray:
         if batch.encoded is None:
             base_sequence = -1
             if self.idempotent:
@@ -670,7 +748,10 @@ class AIOProducer:
         refresh = False
         for b in batches:
             tp = (b.topic, b.partition)
-            self._in_flight.discard(tp)
+            b.sending = False
+            busy = self._in_flight.pop(tp, 0) - 1
+            if busy > 0:
+                self._in_flight[tp] = busy
             queue = self._batches.get(tp)
             if self.acks == 0 and failure is None:
                 code, base, ts, msg = 0, -1, -1, None
@@ -679,17 +760,9 @@ class AIOProducer:
             else:
                 code, base, ts, msg = results.get(tp, (-1, -1, -1, "no answer for partition"))
             if code == 0 or code == 46:  # DUPLICATE_SEQUENCE_NUMBER: already written
-                if queue and queue[0] is b:
-                    queue.popleft()
-                part = b.partition
-                if base >= 0 and ts >= 0:
-                    values: Any = [(part, base + i, ts) for i in range(len(b.entries))]
-                else:
-                    values = [
-                        (part, base + i if base >= 0 else -1, ts if ts >= 0 else e.timestamp or -1)
-                        for i, e in enumerate(b.entries)
-                    ]
-                settle_many(b.entries, values)  # metadata built lazily by result()
+                _unqueue(queue, b)
+                # one value for the batch: result() makes each record's metadata
+                settle_many(b.entries, same=(b.partition, base, ts))
                 self._owned -= len(b.entries)
                 continue
             error = failure if (failure is not None and code == -1) else error_for(code, msg)
@@ -698,14 +771,24 @@ class AIOProducer:
                 b.retry_at = now + self.retry_backoff_s
                 refresh = True
                 continue
-            if queue and queue[0] is b:
-                queue.popleft()
+            _unqueue(queue, b)
             if isinstance(error, ProducerFencedError | SequenceError):
                 self._fatal = error
             self._fail(b.entries, error)
         if refresh:
             await self._refresh_quietly()
         self._wakeup.set()
+
+
+def _unqueue(queue: deque[_Batch] | None, batch: _Batch) -> None:
+    if queue:
+        if queue[0] is batch:
+            queue.popleft()
+        else:  # an earlier batch is waiting for a retry
+            for i, queued in enumerate(queue):
+                if queued is batch:
+                    del queue[i]
+                    break
 
 
 class Producer:
@@ -743,7 +826,23 @@ class Producer:
     ) -> DeliveryFuture[RecordMetadata]:
         if partition is not None and partition < 0:
             partition = None  # confluent's RD_KAFKA_PARTITION_UA
-        future, first = self._aio._enqueue(topic, value, key, partition, headers, timestamp)
+        aio = self._aio
+        if (
+            headers is None
+            and timestamp is None
+            and topic
+            and aio._fatal is None
+            and not aio._closed
+            and (value is None or type(value) is bytes)
+            and (key is None or type(key) is bytes)
+        ):  # the common case, inline: what `_enqueue` does with nothing to convert
+            future = _Pending(topic, partition, key, value, (), int(_wall() * 1000), _mono())
+            aio._inbox.append(future)
+            first = not aio._wake_scheduled
+            if first:
+                aio._wake_scheduled = True
+        else:
+            future, first = aio._enqueue(topic, value, key, partition, headers, timestamp)
         cb = on_delivery or callback
         if cb is not None:
             future.add_done_callback(lambda f, cb=cb: self._done.append((cb, f)))

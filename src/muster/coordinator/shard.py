@@ -45,8 +45,6 @@ from muster.records.offsets_topic import (
     decode_offset_commit_value,
 )
 
-_KEY_CACHE_SIZE = 200_000
-
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (rq.OffsetCommit, rq.OffsetFetch, rq.DescribeGroups, rq.DeleteGroups)
 
@@ -69,7 +67,6 @@ class CoordinatorShard:
         self._continuations: dict[int, list[Continuation]] = {}
         self._next_token = 0
         # a compacted partition repeats few distinct keys: decode each once per load
-        self._key_cache: dict[bytes, Any] = {}
 
     # ---- the runtime's API -------------------------------------------------
 
@@ -126,12 +123,9 @@ class CoordinatorShard:
 
     def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
         """Apply one `__consumer_offsets` record in log order (load path)."""
-        k = self._key_cache.get(key)
-        if k is None:
-            k = decode_key(key)
-            if len(self._key_cache) >= _KEY_CACHE_SIZE:
-                self._key_cache.clear()
-            self._key_cache[key] = k
+        # The broker's loader replays only the last record of each key, so
+        # every key arrives once: a decode cache would only cost here.
+        k = decode_key(key)
         if offset >= self.offsets.next_seq:
             self.offsets.next_seq = offset + 1
         if type(k) is OffsetCommitKey:
@@ -162,7 +156,6 @@ class CoordinatorShard:
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
         self.loading = False
-        self._key_cache.clear()
         fx = Effects(now_ms)
         for group in self.store:
             for member in group.members.values():

@@ -358,7 +358,19 @@ def iter_key_values(
                     pos += 1
                 else:
                     delta, pos = zigzag_decode(payload, pos)
-                key, pos = _read_bytes(payload, pos)
+                b = payload[pos]
+                if b < 0x80:  # one-byte length: nearly every key
+                    klen = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                    if klen < 0:
+                        key = None
+                    else:
+                        if pos + klen > end:
+                            raise CorruptRecordError("record key overruns the record")
+                        key = payload[pos : pos + klen]
+                        pos += klen
+                else:
+                    key, pos = _read_bytes(payload, pos)
                 value, _pos = _read_bytes(payload, pos)
                 pos = end
                 yield base + delta, key, value

@@ -361,8 +361,35 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
     e.g. transaction markers or newer coordinators' record types)."""
     if len(data) < 2:
         raise RecordFormatError("key shorter than its version")
+    if data[0] == 0 and data[1] in (0, 1):
+        fast = _fast_offset_commit_key(data)
+        if fast is not None:
+            return fast
     schema_name = _KEY_SCHEMAS.get(_unpack_version(data, 0)[0])
     return None if schema_name is None else decode(schema_name, data)[1]
+
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+def _fast_offset_commit_key(data: bytes) -> OffsetCommitKey | None:
+    """OffsetCommitKey v0/v1 (group, topic, partition) read directly: the load
+    path decodes one per record; None sends odd shapes to the table codec."""
+    glen = _INT16.unpack_from(data, 2)[0]
+    tpos = 4 + glen
+    if glen < 0 or tpos + 2 > len(data):
+        return None
+    tlen = _INT16.unpack_from(data, tpos)[0]
+    ppos = tpos + 2 + tlen
+    if tlen < 0 or ppos + 4 != len(data):
+        return None
+    try:
+        group = data[4:tpos].decode("utf-8")
+        topic = data[tpos + 2 : ppos].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return OffsetCommitKey(group, topic, _INT32.unpack_from(data, ppos)[0])
 
 
 # key version -> key schema (versions 3+ belong to newer coordinators' records)

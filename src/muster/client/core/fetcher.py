@@ -4,9 +4,11 @@ resets, pipelined fetches and the record buffer.
 `poll(now_ms, leader_for) -> (requests, wake_at)` asks for what the
 partitions need: the committed offset (to="group"), a ListOffsets reset
 (auto.offset.reset or seek_to_beginning/end), a Fetch per leader (at most one
-in flight per broker; partitions whose records the app is still draining are
-left out, and then the fetch does not long-poll so their next fetch is not
-stuck behind it) and a metadata refresh when a leader is unknown or moved.
+in flight per broker; a partition whose records the app is still draining is
+fetched only from the end of its buffered answer when the broker reported
+more data behind it (a prefetch, up to PREFETCH answers buffered), and then
+the fetch does not long-poll so no partition's next fetch is stuck behind it)
+and a metadata refresh when a leader is unknown or moved.
 The driver answers with `on_response` / `on_failure`; `take_records()` hands
 out up to `max.poll.records` and advances positions. Errors the app must see
 (offset out of range with no reset policy, unexpected partition errors,
@@ -25,7 +27,9 @@ from muster.client.errors import KafkaError, OffsetError, ProtocolError, error_f
 from muster.client.types import ConsumerRecord, TopicPartition
 from muster.log.port import CorruptRecordError
 from muster.records.batch import (
+    COMPRESSION_MASK,
     CONTROL_MASK,
+    HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
     batch_payload,
     iter_batches,
@@ -37,6 +41,7 @@ LIST_OFFSETS = 2
 EARLIEST = -2
 LATEST = -1
 OFFSET_OUT_OF_RANGE = 1
+PREFETCH = 2  # answers buffered per partition before its prefetching stops
 REFRESH_CODES = frozenset({3, 5, 6, 74, 75, 100})  # unknown topic, leader moved, epochs
 
 LeaderFor = Callable[[str, int], "int | None"]
@@ -198,7 +203,9 @@ class FetchManager:
             out.append(Request("list_offsets", LIST_OFFSETS, body, "node", wanted, leader))
 
     def _fetch_step(self, now_ms: int, leader_for: LeaderFor, out: list[Request]) -> None:
-        buffered = {c.tp for c in self.buffer}
+        buffered: dict[TopicPartition, list[Completed]] = {}
+        for c in self.buffer:
+            buffered.setdefault(c.tp, []).append(c)
         in_flight = set().union(*self._fetching.values()) if self._fetching else set()
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         draining: set[int] = set()  # leaders with partitions the app still drains
@@ -206,18 +213,27 @@ class FetchManager:
             if part.paused:
                 continue
             leader = leader_for(*tp)
-            if tp in buffered:
+            chain = buffered.get(tp)
+            if chain is not None:
                 if leader is not None:
                     draining.add(leader)
+                # Prefetch: while the app drains one answer, fetch what follows
+                # it if the broker has said there is more (below the high
+                # watermark; no long poll, so never an empty spin at the end).
+                end = chain[-1].next_offset
+                if len(chain) >= PREFETCH or end >= part.high_watermark or tp in in_flight:
+                    continue
+                position = end
+            elif part.position is None or tp in in_flight:
                 continue
-            if part.position is None or tp in in_flight:
-                continue
+            else:
+                position = part.position
             if leader is None:
                 self._need_metadata = True
                 continue
             if leader in self._fetching or now_ms < self._backoff_until.get(leader, 0):
                 continue
-            by_leader.setdefault(leader, {})[tp] = part.position
+            by_leader.setdefault(leader, {})[tp] = position
         for leader, positions in by_leader.items():
             self._fetching[leader] = set(positions)
             topics: dict[str, list[dict[str, Any]]] = {}
@@ -328,7 +344,9 @@ class FetchManager:
                 tp = TopicPartition(t.topic, int(p.partition_index))
                 fetch_offset = positions.get(tp)
                 part = self.parts.get(tp)
-                if fetch_offset is None or part is None or part.position != fetch_offset:
+                if fetch_offset is None or part is None:
+                    continue  # revoked meanwhile
+                if fetch_offset != self._next_fetch_offset(tp, part):
                     continue  # seeked, paused or revoked meanwhile
                 code = int(p.error_code)
                 if code == OFFSET_OUT_OF_RANGE:
@@ -355,6 +373,14 @@ class FetchManager:
                     continue
                 if records or next_offset > fetch_offset:
                     self.buffer.append(Completed(tp, fetch_offset, records, next_offset))
+
+    def _next_fetch_offset(self, tp: TopicPartition, part: PartitionState) -> int | None:
+        """Where the next answer for `tp` must start: after its last buffered
+        answer (a prefetch), else at its position."""
+        for c in reversed(self.buffer):
+            if c.tp == tp:
+                return c.next_offset
+        return part.position
 
     # ------------------------------------------------------------ records out
 
@@ -411,11 +437,17 @@ def decode_records(
             if attrs & CONTROL_MASK:
                 continue
             log_append = 1 if attrs & TIMESTAMP_TYPE_MASK else 0
-            payload = batch_payload(data, header)
+            if attrs & COMPRESSION_MASK == 0 and type(data) is bytes:
+                payload = data  # read in place: no copy of the batch
+                pos = header.position + HEADER_SIZE
+                payload_end = header.end
+            else:
+                payload = batch_payload(data, header)
+                pos = 0
+                payload_end = len(payload)
             base = header.base_offset
             base_ts = header.base_timestamp
             max_ts = header.max_timestamp
-            pos = 0
             for _ in range(header.record_count):
                 b = payload[pos]
                 if b < 0x80:
@@ -430,18 +462,31 @@ def decode_records(
                     else:
                         length, pos = zigzag_decode(payload, pos)
                 record_end = pos + length
-                b = payload[pos + 1]  # pos: record attributes
+                pos += 1  # record attributes
+                b = payload[pos]
                 if b < 0x80:
                     ts_delta = (b >> 1) ^ -(b & 1)
-                    pos += 2
+                    pos += 1
                 else:
-                    ts_delta, pos = zigzag_decode(payload, pos + 1)
+                    b2 = payload[pos + 1]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | (b2 << 7)
+                        ts_delta = (raw >> 1) ^ -(raw & 1)
+                        pos += 2
+                    else:
+                        ts_delta, pos = zigzag_decode(payload, pos)
                 b = payload[pos]
                 if b < 0x80:
                     off_delta = (b >> 1) ^ -(b & 1)
                     pos += 1
                 else:
-                    off_delta, pos = zigzag_decode(payload, pos)
+                    b2 = payload[pos + 1]
+                    if b2 < 0x80:
+                        raw = (b & 0x7F) | (b2 << 7)
+                        off_delta = (raw >> 1) ^ -(raw & 1)
+                        pos += 2
+                    else:
+                        off_delta, pos = zigzag_decode(payload, pos)
                 b = payload[pos]
                 if b < 0x80:
                     n = (b >> 1) ^ -(b & 1)
@@ -504,6 +549,8 @@ def decode_records(
                             ),
                         )
                     )
+            if pos > payload_end:
+                raise ValueError("records overrun their batch")
     except (IndexError, ValueError, CorruptRecordError) as exc:
         raise ProtocolError(f"corrupt record batch in {topic}-{partition}: {exc}") from exc
     return out, next_offset
