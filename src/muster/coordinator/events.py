@@ -10,7 +10,8 @@ RebalanceStarted   — every transition to PreparingRebalance:
   group_id, generation (the generation being left), from_state, cause (one of
   CAUSES), member_id (the member whose action caused it, "" if none),
   reason (the client's LeaveGroup/JoinGroup reason, or None), detail (human
-  words), member_count (members at the start), at_ms.
+  words), member_count (members once the change that caused it applied:
+  a joining member is counted, a leaving one is not), at_ms.
 JoinCompleted      — the join phase ended (CompletingRebalance or Empty):
   group_id, generation (new), protocol, leader_id, member_count,
   waited_for (one of WAITED_FOR), removed_members (member ids that did not
