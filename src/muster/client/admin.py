@@ -29,7 +29,6 @@ FIND_COORDINATOR = 10
 OFFSET_FETCH = 9
 OFFSET_COMMIT = 8
 OFFSET_DELETE = 47
-LIST_OFFSETS = 2
 
 DEFAULTS: dict[str, Any] = {"client.id": "muster-admin", "request.timeout.ms": 30_000}
 
@@ -198,35 +197,7 @@ class AIOAdmin:
             TopicPartition(*tp): OFFSET_SPECS[s] if isinstance(s, str) else int(s)
             for tp, s in specs.items()
         }
-        await self.cluster.refresh_metadata({tp.topic for tp in wanted} | set(self.cluster.topics))
-        by_leader: dict[int, dict[TopicPartition, int]] = {}
-        for tp, ts in wanted.items():
-            leader = self.cluster.leader_for(*tp)
-            if leader is None:
-                raise error_for(3, f"{tp.topic}-{tp.partition}")
-            by_leader.setdefault(leader, {})[tp] = ts
-        out: dict[TopicPartition, int] = {}
-        for leader, tps in by_leader.items():
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for tp, ts in tps.items():
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "timestamp": ts, "current_leader_epoch": -1}
-                )
-            conn = await self.cluster.connection(leader)
-            response = await conn.send(
-                LIST_OFFSETS,
-                {
-                    "replica_id": -1,
-                    "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                },
-            )
-            for t in response.topics:
-                for p in t.partitions:
-                    if int(p.error_code) != 0:
-                        raise error_for(int(p.error_code), f"{t.name}-{p.partition_index}")
-                    out[TopicPartition(t.name, int(p.partition_index))] = int(p.offset)
-        return out
+        return await self.cluster.list_offsets(wanted)
 
     # ------------------------------------------------------------ groups
 

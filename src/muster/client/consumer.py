@@ -31,13 +31,9 @@ from muster.client.errors import (
     ConfigError,
     KafkaError,
     KafkaTimeoutError,
-    LeadershipError,
-    error_for,
 )
 from muster.client.net import Cluster
 from muster.client.types import ConsumerRecord, TopicPartition
-
-LIST_OFFSETS = 2
 
 DEFAULTS: dict[str, Any] = {
     "client.id": "muster-consumer",
@@ -634,39 +630,7 @@ class AIOConsumer:
         self, request: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int]:
         """{tp: timestamp or EARLIEST/LATEST} -> {tp: offset}, asked of each leader."""
-        by_leader: dict[int, dict[TopicPartition, int]] = {}
-        missing = {tp.topic for tp in request if self.cluster.leader_for(*tp) is None}
-        if missing:
-            await self.cluster.refresh_metadata(missing | set(self.cluster.topics))
-        for tp, ts in request.items():
-            leader = self.cluster.leader_for(*tp)
-            if leader is None:
-                raise LeadershipError(f"no leader for {tp}", code=5)
-            by_leader.setdefault(leader, {})[tp] = ts
-        out: dict[TopicPartition, int] = {}
-        for leader, tps in by_leader.items():
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for tp, ts in tps.items():
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "timestamp": ts, "current_leader_epoch": -1}
-                )
-            conn = await self.cluster.connection(leader)
-            response = await conn.send(
-                LIST_OFFSETS,
-                {
-                    "replica_id": -1,
-                    "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                },
-            )
-            for t in response.topics:
-                for p in t.partitions:
-                    if int(p.error_code) != 0:
-                        raise error_for(
-                            int(p.error_code), f"ListOffsets {t.name}-{p.partition_index}"
-                        )
-                    out[TopicPartition(t.name, int(p.partition_index))] = int(p.offset)
-        return out
+        return await self.cluster.list_offsets(request)
 
     def _fetch_step(self) -> int | None:
         requests, wake_at = self.fetcher.poll(_now_ms(), self.cluster.leader_for)

@@ -30,6 +30,7 @@ from muster.client.errors import (
     UnsupportedError,
     error_for,
 )
+from muster.client.types import TopicPartition
 from muster.protocol.client_codec import decode_response, peek_correlation_id
 from muster.protocol.codec import DecodeError, _writer, build, request_schema
 
@@ -311,6 +312,9 @@ class TopicMeta:
     partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader
 
 
+_LIST_OFFSETS = 2
+
+
 class Cluster:
     """Brokers, topics and leaders as the last Metadata said, plus one
     connection per broker."""
@@ -457,6 +461,43 @@ class Cluster:
             return None
         leader = meta.partitions.get(partition)
         return None if leader is None or leader < 0 else leader
+
+    async def list_offsets(self, wanted: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """{tp: timestamp, or -2 earliest / -1 latest} -> {tp: offset}, each asked of its
+        leader; a partition without a known leader is UNKNOWN_TOPIC_OR_PARTITION."""
+        missing = {tp.topic for tp in wanted if self.leader_for(*tp) is None}
+        if missing:
+            await self.refresh_metadata(missing | set(self.topics))
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        for tp, ts in wanted.items():
+            leader = self.leader_for(*tp)
+            if leader is None:
+                raise error_for(3, f"ListOffsets {tp.topic}-{tp.partition}: no leader known")
+            by_leader.setdefault(leader, {})[tp] = ts
+        out: dict[TopicPartition, int] = {}
+        for leader, tps in by_leader.items():
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp, ts in tps.items():
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": ts, "current_leader_epoch": -1}
+                )
+            conn = await self.connection(leader)
+            response = await conn.send(
+                _LIST_OFFSETS,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )
+            for t in response.topics:
+                for p in t.partitions:
+                    if int(p.error_code) != 0:
+                        raise error_for(
+                            int(p.error_code), f"ListOffsets {t.name}-{p.partition_index}"
+                        )
+                    out[TopicPartition(t.name, int(p.partition_index))] = int(p.offset)
+        return out
 
     async def close(self) -> None:
         conns = list(self._conns.values()) + list(self._coord_conns.values())
