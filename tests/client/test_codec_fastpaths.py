@@ -4,6 +4,7 @@ values, headers, timestamps before the batch's first one and compression."""
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -11,10 +12,10 @@ import pytest
 from muster.client.core.fetcher import decode_records
 from muster.client.errors import KafkaError
 from muster.client.futures import settle_many
-from muster.client.net import encode_frame
 from muster.client.producer import RecordMetadata, _Pending, encode_batch
 from muster.client.types import ConsumerRecord, TopicPartition
-from muster.protocol.client_codec import encode_request
+from muster.protocol.client_codec import encode_request_view
+from muster.protocol.codec import _reader, request_schema
 from muster.records import compression
 from muster.records.batch import Record, build_batch, iter_records
 
@@ -102,7 +103,7 @@ def test_pending_future_builds_metadata_lazily() -> None:
         failed.result()
 
 
-def test_encode_frame_matches_encode_request() -> None:
+def test_request_view_frames_a_produce_request() -> None:
     body = {
         "transactional_id": None,
         "acks": -1,
@@ -111,8 +112,13 @@ def test_encode_frame_matches_encode_request() -> None:
             {"name": "t", "partition_data": [{"index": 0, "records": bytearray(b"abc")}]}
         ],
     }
-    frame = encode_frame(0, 9, 17, "cid", body)
-    assert bytes(frame) == encode_request(0, 9, 17, "cid", body)
+    frame = encode_request_view(0, 9, 17, "cid", body)
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    assert struct.unpack_from(">hhi", frame, 4) == (0, 9, 17)
+    header_end = 4 + 8 + 2 + len("cid") + 1  # v2 header: client id, no tags
+    request, _size = _reader(request_schema(0, 9))(bytes(frame), header_end)
+    assert request.acks == -1
+    assert bytes(request.topic_data[0].partition_data[0].records) == b"abc"
 
 
 def test_decode_records_long_batch() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import itertools
 import random
 import struct
@@ -31,8 +30,12 @@ from muster.client.errors import (
     error_for,
 )
 from muster.client.types import TopicPartition
-from muster.protocol.client_codec import decode_response, peek_correlation_id
-from muster.protocol.codec import DecodeError, _writer, build, request_schema
+from muster.protocol.client_codec import (
+    decode_response,
+    encode_request_view,
+    peek_correlation_id,
+)
+from muster.protocol.codec import DecodeError, request_schema
 
 _SIZE = struct.Struct(">i")
 # StreamReader's buffer limit: with the default 64 KiB it pauses and resumes
@@ -66,36 +69,6 @@ CLIENT_MAX: dict[int, int] = {
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
 }
-
-
-def encode_frame(
-    api_key: int,
-    version: int,
-    correlation_id: int,
-    client_id: str | None,
-    body: Mapping[str, Any] | Any,
-) -> memoryview:
-    """`muster.protocol.client_codec.encode_request`'s frame (int32 size,
-    request header, body) as a view of the buffer it was written into, not a
-    copy of it: a Produce frame carries megabytes of record batches."""
-    schema = request_schema(api_key, version)
-    header_schema = schema.__header_schema__
-    header = build(
-        header_schema,
-        {
-            "request_api_key": api_key,
-            "request_api_version": version,
-            "correlation_id": correlation_id,
-            "client_id": client_id,
-        },
-    )
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    _writer(header_schema)(buf, header)
-    _writer(schema)(buf, build(schema, body))
-    out = buf.getbuffer()
-    _SIZE.pack_into(out, 0, len(out) - 4)
-    return out
 
 
 @cache
@@ -223,7 +196,7 @@ class Connection:
         if version is None:
             version = self.version_for(api_key)
         correlation_id = next(self._ids)
-        frame = encode_frame(api_key, version, correlation_id, self.client_id, body)
+        frame = encode_request_view(api_key, version, correlation_id, self.client_id, body)
         if expect_response:
             self._pending[correlation_id] = _Pending(api_key, version, future)
         else:

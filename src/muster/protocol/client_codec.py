@@ -27,14 +27,15 @@ from muster.protocol.codec import (
 _SIZE = struct.Struct(">i")
 
 
-def encode_request(
+def encode_request_view(
     api_key: int,
     version: int,
     correlation_id: int,
     client_id: str | None,
     body: Mapping[str, Any] | Any,
-) -> bytes:
-    """A whole request frame: int32 size, request header, body."""
+) -> memoryview:
+    """A whole request frame (int32 size, request header, body) as a view of the
+    buffer it was written into: a Produce frame carries megabytes of batches."""
     schema = request_schema(api_key, version)
     header_schema = schema.__header_schema__
     header = build(
@@ -52,7 +53,18 @@ def encode_request(
     _writer(schema)(buf, build(schema, body))
     out = buf.getbuffer()
     _SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return out
+
+
+def encode_request(
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any] | Any,
+) -> bytes:
+    """A whole request frame: int32 size, request header, body."""
+    return bytes(encode_request_view(api_key, version, correlation_id, client_id, body))
 
 
 def peek_correlation_id(frame: bytes | memoryview) -> int:
