@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
 import confluent_kafka
-from produce_fetch import RDK_LOGGER, create_topic
+from common import RDK_LOGGER, create_topic
 from produce_fetch import produce as ck_produce_once
 from rich.markup import escape
 

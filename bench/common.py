@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -407,3 +408,40 @@ def print_ratio_table(
             cells.append(fmt_ratio(ratio(a, b_), higher_is_better, target))
         table.add_row(*cells)
     console.print(table)
+
+
+def _quiet_logger() -> logging.Logger:
+    # librdkafka logs connection noise to stderr unless handed a logger
+    log = logging.getLogger("bench.rdkafka")
+    log.addHandler(logging.NullHandler())
+    log.propagate = False
+    return log
+
+
+RDK_LOGGER = _quiet_logger()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    """Creates a topic with confluent-kafka and waits until every partition has a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": RDK_LOGGER})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        operation_timeout=30,
+        request_timeout=30,
+    )
+    for f in futures.values():
+        f.result(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if (
+            md is not None
+            and md.error is None
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} has no leaders after creation")

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import platform
 import re
 import shutil
@@ -66,14 +65,7 @@ RUN_TIMEOUT_S = 120.0
 LOADED_RE = re.compile(r"group coordinator loaded (\d+) records in (\d+) ms")
 
 
-def _quiet_logger() -> logging.Logger:
-    log = logging.getLogger("bench.rdkafka")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
-
-
-RDK_LOGGER = _quiet_logger()
+RDK_LOGGER = common.RDK_LOGGER
 
 
 @dataclass(frozen=True)

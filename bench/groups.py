@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import platform
 import queue
@@ -60,8 +59,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from common import create_topic
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from rich.markup import escape
 from rich.table import Table
 
@@ -77,14 +76,7 @@ CLOSE_TIMEOUT_S = 15.0
 COMMITTERS = 20
 
 
-def _quiet_logger() -> logging.Logger:
-    log = logging.getLogger("bench.rdkafka")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
-
-
-RDK_LOGGER = _quiet_logger()
+RDK_LOGGER = common.RDK_LOGGER
 
 
 def group_conf(bootstrap: str, group: str) -> dict:
@@ -105,29 +97,6 @@ class ScenarioFailed(RuntimeError):
 
 # ---------------------------------------------------------------------------
 # topic
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": RDK_LOGGER})
-    futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
-        operation_timeout=30,
-        request_timeout=30,
-    )
-    for f in futures.values():
-        f.result(timeout=60)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if (
-            md is not None
-            and md.error is None
-            and len(md.partitions) == partitions
-            and all(p.leader >= 0 for p in md.partitions.values())
-        ):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {topic} has no leaders after creation")
 
 
 # ---------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common
+from common import create_topic
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from rich.markup import escape
 
 BROKERS = ("muster", "tansu")
@@ -68,40 +68,7 @@ class Case:
 CASES = [Case("produce", s, a) for s in SIZES for a in ACKS] + [Case("fetch", s) for s in SIZES]
 
 
-def _quiet_logger():
-    import logging
-
-    log = logging.getLogger("bench.rdkafka")
-    log.addHandler(logging.NullHandler())
-    log.propagate = False
-    return log
-
-
-RDK_LOGGER = _quiet_logger()
-
-
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": RDK_LOGGER})
-    futures = admin.create_topics(
-        [NewTopic(topic, num_partitions=1, replication_factor=1)],
-        operation_timeout=30,
-        request_timeout=30,
-    )
-    for f in futures.values():
-        f.result(timeout=60)
-    # Wait until the topic's leader is visible in metadata.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if (
-            md is not None
-            and md.error is None
-            and 0 in md.partitions
-            and md.partitions[0].leader >= 0
-        ):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {topic} has no leader after creation")
+RDK_LOGGER = common.RDK_LOGGER
 
 
 def produce(bootstrap: str, topic: str, size: int, count: int, acks: str) -> float:
