@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.server.api_table import ApiEntry, build_table
+from muster.server.clock import now_ms
 from muster.server.connection import Connection
 from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
-from muster.server.handlers.common import now_ms
 from muster.server.metrics import BrokerMetrics
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 

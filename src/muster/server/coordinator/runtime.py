@@ -19,6 +19,7 @@ from muster.coordinator.runtime.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.port import LogError, PartitionLog
 from muster.records.batch import build_batch, iter_batches, iter_key_values
+from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
 log = logging.getLogger(__name__)
@@ -27,10 +28,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 EVENTS_TOPIC = "__muster_group_events"
 LOAD_CHUNK = 8 << 20
 STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class CoordinatorLoading(Exception):
@@ -137,7 +134,7 @@ class ShardRuntime:
     async def _run(self) -> None:
         while True:
             work = await self._queue.get()
-            now = wall_ms()
+            now = now_ms()
             try:
                 if work.kind == "request":
                     request_id = next(self._ids)
@@ -176,7 +173,7 @@ class ShardRuntime:
             return
         error = 0
         try:
-            now = wall_ms()
+            now = now_ms()
             self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
             self.durability.appended(self.plog)
         except LogError as exc:
@@ -215,7 +212,7 @@ class ShardRuntime:
         if old is not None:
             old.cancel()
         if isinstance(op, Schedule):
-            delay = max(0.0, (op.deadline_ms - wall_ms()) / 1000)
+            delay = max(0.0, (op.deadline_ms - now_ms()) / 1000)
             self._timers[op.key] = asyncio.get_running_loop().call_later(delay, self._fire, op.key)
 
     def _fire(self, key: str) -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 from muster.coordinator.shard import CoordinatorShard
 from muster.records.batch import build_batch
+from muster.server.clock import now_ms
 from muster.server.coordinator.runtime import (
     EVENTS_TOPIC,
     OFFSETS_TOPIC,
     GroupCoordinator,
     ShardRuntime,
-    wall_ms,
 )
 from muster.server.state import BrokerState
 
@@ -51,7 +51,7 @@ def make_event_publisher(state: BrokerState) -> Any:
         if metrics is not None:
             metrics.observe_events(events)
         records = [(e.group_id.encode(), e.to_json()) for e in events]
-        now = wall_ms()
+        now = now_ms()
         plog.append(build_batch(records, timestamp_ms=now), now)
         state.durability.appended(plog)
 
@@ -73,7 +73,7 @@ async def start_coordinator(state: BrokerState) -> GroupCoordinator:
 
     async def load_all() -> None:
         total = 0
-        started = wall_ms()
+        started = now_ms()
         # Replay builds millions of long-lived objects; the cyclic collector
         # would rescan them again and again, so it waits until loading is done.
         gc.disable()
@@ -84,8 +84,8 @@ async def start_coordinator(state: BrokerState) -> GroupCoordinator:
         finally:
             gc.enable()
             gc.freeze()  # the loaded state is old: keep it out of later collections
-        log.info("group coordinator loaded %d records in %d ms", total, wall_ms() - started)
-        coordinator.load_ms = wall_ms() - started
+        log.info("group coordinator loaded %d records in %d ms", total, now_ms() - started)
+        coordinator.load_ms = now_ms() - started
 
     coordinator.loader = asyncio.create_task(load_all(), name="coordinator-load")
     return coordinator

@@ -8,12 +8,6 @@ from muster.log.manager import LogManager, valid_topic_name
 from muster.server.state import BrokerState
 
 
-def now_ms() -> int:
-    import time
-
-    return time.time_ns() // 1_000_000
-
-
 def resolve_topic(state: BrokerState, name: str, auto_create: bool) -> ErrorCode:
     """NONE if the topic exists (auto-creating it when allowed), else the error to send."""
     logs: LogManager = state.logs

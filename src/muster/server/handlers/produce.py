@@ -9,7 +9,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.log.port import LogError
-from muster.server.handlers.common import now_ms, resolve_topic
+from muster.server.clock import now_ms
+from muster.server.handlers.common import resolve_topic
 from muster.server.handlers.metadata import INTERNAL_TOPICS
 from muster.server.state import RequestContext
 
