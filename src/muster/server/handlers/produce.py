@@ -60,10 +60,6 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
             if not records:
                 parts.append(_partition_result(index, ErrorCode.corrupt_message, "no records"))
                 continue
-            limit = state.logs.topic_config(name).max_message_bytes
-            if len(records) > limit:
-                parts.append(_partition_result(index, ErrorCode.message_too_large))
-                continue
             try:
                 info = plog.append(records, stamp)
             except LogError as exc:
