@@ -26,3 +26,15 @@ def shared_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterPr
         yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The one local[2] SparkSession every Spark test shares."""
+    from tests.support.spark import start_spark_session
+
+    session = start_spark_session()
+    try:
+        yield session
+    finally:
+        session.stop()
