@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.brokers import MusterProcess
+from tests.support.brokers import MusterProcess, TansuProcess
 
 
 @pytest.fixture
@@ -22,6 +22,16 @@ def muster(tmp_path: Path) -> Iterator[MusterProcess]:
 def shared_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
     """One broker for a module whose tests use distinct topics."""
     broker = MusterProcess(tmp_path_factory.mktemp("shared") / "data").start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture(scope="module")
+def tansu_broker() -> Iterator[TansuProcess]:
+    """The third-party broker Tansu (in memory), for tests that prove interoperability."""
+    broker = TansuProcess().start()
     try:
         yield broker
     finally:

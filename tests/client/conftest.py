@@ -19,15 +19,6 @@ def muster_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterPr
         broker.close()
 
 
-@pytest.fixture(scope="module")
-def tansu_broker() -> Iterator[TansuProcess]:
-    broker = TansuProcess().start()
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
 @pytest.fixture(params=["muster", "tansu"])
 def broker(request: pytest.FixtureRequest) -> MusterProcess | TansuProcess:
     """The same test against muster and against the third-party broker Tansu."""

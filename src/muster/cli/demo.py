@@ -22,8 +22,12 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--keep-serving/--exit", help="Keep the broker up after the demo."),
         ] = os.environ.get("CI") is None,
+        out_dir: Annotated[
+            Path,
+            typer.Option("--out", help="Where the Spark tables and the analytics report go."),
+        ] = Path("muster-demo"),
     ) -> None:
-        """Start the broker, produce, form a consumer group, churn it, explain the rebalances."""
+        """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
         from muster import demo as demo_module
         from muster.config import load_config
 
@@ -32,4 +36,4 @@ def register(app: typer.Typer) -> None:
             [],
             **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
         )
-        demo_module.run(config, keep_serving)
+        demo_module.run(config, keep_serving, out_dir)

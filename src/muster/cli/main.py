@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from muster.cli import consume, demo, groups, produce, serve, topics
+from muster.cli import analyze, consume, demo, groups, produce, serve, topics
 
 app = typer.Typer(
     name="muster",
@@ -44,6 +44,7 @@ app.add_typer(groups.app, name="groups")
 produce.register(app)
 consume.register(app)
 demo.register(app)
+analyze.register(app)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+"""Read throughput of the Spark source (`format("muster")`) against a raw
+confluent-kafka consumer, on the same data, in the same run.
+
+One muster broker; N records of 100 B spread over P partitions, produced once
+with confluent-kafka. Then, for each run (the order alternates between runs):
+
+* spark: a batch read of the whole topic through `spark.read.format("muster")`
+  on local[2], materialised with `selectExpr("count(*)", "sum(length(value))")`;
+  timed from `load()` to the answer (planning included, Spark start-up not);
+* confluent: one assign-mode consumer reads every partition from offset 0 with
+  `consume(num_messages=10000)` batches (prefetch unbounded, as in
+  produce_fetch.py) until it has seen N records.
+
+Prints rows/s (median over --runs) and the spark/confluent ratio.
+
+    .venv/bin/python bench/spark_source.py               # 1M records, 4 partitions, 5 runs
+    .venv/bin/python bench/spark_source.py --records 200000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+from common import RDK_LOGGER, create_topic
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+SIZE = 100
+TIMEOUT_S = 600.0
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "logger": RDK_LOGGER,
+        }
+    )
+    value = b"x" * SIZE
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, value, key=b"%d" % i, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    if p.flush(120) != 0:
+        raise RuntimeError("produce did not complete")
+
+
+def confluent_read(bootstrap: str, topic: str, count: int, partitions: int) -> float:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-spark-{uuid.uuid4().hex}",  # required; nothing is committed
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "queued.min.messages": 10_000_000,
+            "queued.max.messages.kbytes": 2_097_151,
+            "logger": RDK_LOGGER,
+        }
+    )
+    try:
+        c.list_topics(topic, timeout=10)
+        seen = 0
+        total = 0
+        t0 = time.perf_counter()
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        while seen < count:
+            if time.perf_counter() - t0 > TIMEOUT_S:
+                raise RuntimeError(f"confluent read timed out at {seen}/{count}")
+            for m in c.consume(num_messages=10_000, timeout=1.0):
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                total += len(m.value())
+                seen += 1
+        elapsed = time.perf_counter() - t0
+    finally:
+        c.close()
+    if total != count * SIZE:
+        raise RuntimeError(f"confluent read {total} bytes, expected {count * SIZE}")
+    return elapsed
+
+
+def spark_read(spark: object, bootstrap: str, topic: str, count: int) -> float:
+    t0 = time.perf_counter()
+    df = (
+        spark.read.format("muster")  # type: ignore[attr-defined]
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+    rows, total = df.selectExpr("count(*)", "sum(length(value))").first()
+    elapsed = time.perf_counter() - t0
+    if rows != count or total != count * SIZE:
+        raise RuntimeError(f"spark read {rows} rows / {total} bytes, expected {count}")
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    sys.path.insert(0, str(common.REPO_ROOT))
+    import muster.spark
+    from tests.support.spark import start_spark_session
+
+    common.install_signal_handlers()
+    spark = start_spark_session("muster-bench-spark")
+    muster.spark.register(spark)
+    results: dict[str, list[float]] = {"spark": [], "confluent": []}
+    with common.running("muster") as broker:
+        topic = "spark-bench"
+        create_topic(broker.bootstrap, topic, args.partitions)
+        t0 = time.perf_counter()
+        produce(broker.bootstrap, topic, args.records, args.partitions)
+        common.console.print(
+            f"produced {args.records} x {SIZE} B over {args.partitions} partitions "
+            f"in {time.perf_counter() - t0:.1f}s"
+        )
+        spark_read(spark, broker.bootstrap, topic, args.records)  # warm-up: workers, JIT
+        for run in range(args.runs):
+            order = ("spark", "confluent") if run % 2 == 0 else ("confluent", "spark")
+            for name in order:
+                if name == "spark":
+                    secs = spark_read(spark, broker.bootstrap, topic, args.records)
+                else:
+                    secs = confluent_read(broker.bootstrap, topic, args.records, args.partitions)
+                rate = args.records / secs
+                results[name].append(rate)
+                common.console.print(f"run {run}: {name:9s} {rate:12,.0f} rows/s ({secs:.2f}s)")
+    spark.stop()  # type: ignore[attr-defined]
+    med_spark = common.median(results["spark"])
+    med_conf = common.median(results["confluent"])
+    ratio = common.ratio(med_spark, med_conf)
+    common.console.print(
+        f"median over {args.runs} runs: spark {common.fmt_num(med_spark)} rows/s, "
+        f"confluent-kafka {common.fmt_num(med_conf)} rows/s, "
+        f"ratio spark/confluent {common.fmt_num(ratio, 2)}"
+    )
+
+
+if __name__ == "__main__":
+    main()

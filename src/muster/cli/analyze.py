@@ -1,0 +1,155 @@
+"""`muster analyze`: why did my groups rebalance, and what did it cost?
+
+Runs the PySpark analytics (muster.analytics) on a local SparkSession over
+the broker's `__muster_group_events`, `__consumer_offsets` and the data
+topics, writes Parquet tables and an HTML report, and prints a summary.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from muster.cli import kafka
+from muster.cli._common import broker_errors, err, fail, out
+from muster.cli.kafka import DEFAULT_BOOTSTRAP
+
+EVENTS_TOPIC = "__muster_group_events"
+
+
+class Reader(StrEnum):
+    source = "source"
+    client = "client"
+
+
+def analyze(
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", "-o", metavar="DIR", help="Where the tables and report go."),
+    ],
+    bootstrap: Annotated[
+        str,
+        typer.Option(
+            "--bootstrap",
+            "--bootstrap-server",
+            "-b",
+            envvar="MUSTER_BOOTSTRAP_SERVER",
+            metavar="HOST:PORT",
+            help="Broker to read.",
+        ),
+    ] = DEFAULT_BOOTSTRAP,
+    groups: Annotated[
+        list[str] | None,
+        typer.Option("--group", "-g", metavar="GROUP", help="Only this group; repeatable."),
+    ] = None,
+    master: Annotated[
+        str,
+        typer.Option(
+            "--master", help="Spark master of the session started (unless one is active)."
+        ),
+    ] = "local[*]",
+    reader: Annotated[
+        Reader,
+        typer.Option(
+            "--reader",
+            help="Read topics through the muster Spark source, or with a client on the driver.",
+        ),
+    ] = Reader.source,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Rebalances (when, why, how long), time not consuming, commit rate and
+    lag per partition over time, per consumer group: Parquet tables, a
+    self-contained HTML report and a summary."""
+    from muster.analytics import load
+    from muster.analytics.job import run_analysis
+    from muster.analytics.session import start_session
+
+    console = err()
+    with broker_errors():
+        # a wrong address fails here in seconds, not after Spark has started
+        try:
+            kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
+        except kafka.KafkaCliError as exc:
+            if exc.name.startswith("UNKNOWN_TOPIC"):
+                fail(
+                    f"the broker has no {EVENTS_TOPIC} topic: it does not record rebalance "
+                    "events (is it muster?)"
+                )
+            raise
+    with console.status("Starting Spark…"):
+        spark, started = start_session(master)
+    try:
+        loader = (
+            load.source_loader(spark, bootstrap)
+            if reader is Reader.source
+            else load.client_loader(spark, bootstrap)
+        )
+        result = run_analysis(
+            spark, bootstrap, out_dir, groups, progress=False if quiet else console, loader=loader
+        )
+    except Exception as exc:
+        fail(f"analysis failed: {_headline(exc)}")
+    finally:
+        if started:
+            spark.stop()
+    print_summary(result)
+
+
+_PY_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Timeout)\w*: ")
+
+
+def _headline(exc: BaseException) -> str:
+    """Spark errors carry whole Java and Python tracebacks: their first line,
+    and the Python exception raised in a worker if there is one, say enough."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    cause = next((line for line in reversed(lines[1:]) if _PY_ERROR.match(line)), None)
+    return lines[0] if cause is None else f"{lines[0]} ... {cause}"
+
+
+def print_summary(result: object) -> None:
+    from muster.analytics.job import AnalysisResult
+    from muster.analytics.report import causes_text, percent
+    from muster.cli.explain import duration
+
+    assert isinstance(result, AnalysisResult)
+    console = out()
+    if not result.groups:
+        console.print("No consumer groups found.")
+    else:
+        table = Table(title="Consumer groups", title_justify="left")
+        table.add_column("Group", style="bold", overflow="fold")
+        table.add_column("Rebalances", justify="right", no_wrap=True)
+        table.add_column("Causes", no_wrap=True)
+        table.add_column("Mean / p95", justify="right")
+        table.add_column("Not consuming", justify="right")
+        table.add_column("Commits /min", justify="right")
+        table.add_column("Max lag now", justify="right")
+        for s in result.groups:
+            mean = "-" if s.mean_duration_ms is None else duration(round(s.mean_duration_ms))
+            p95 = "-" if s.p95_duration_ms is None else duration(round(s.p95_duration_ms))
+            table.add_row(
+                escape(s.group_id),
+                str(s.rebalances),
+                escape(causes_text(s.causes).replace(", ", "\n")),
+                f"{mean} /\n{p95}",
+                f"{percent(s.not_consuming_fraction)}\n{duration(s.not_consuming_ms)}",
+                "-" if s.commits_per_minute is None else f"{s.commits_per_minute:.1f}",
+                "-" if s.max_lag_now is None else str(s.max_lag_now),
+            )
+        console.print(table)
+    console.print(f"Report: {result.report_path}", soft_wrap=True)
+    console.print(f"Parquet tables in {result.out_dir / 'tables'}:", soft_wrap=True)
+    for name in sorted(result.tables):
+        console.print(f"  {name}", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("analyze")(analyze)

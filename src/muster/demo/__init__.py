@@ -1,0 +1,12 @@
+"""`muster demo`: the whole system on its embedded defaults, driven by real clients.
+
+The broker starts in this process; confluent-kafka produces orders; a consumer
+group forms and churns (a member joins, one leaves, one is SIGKILLed); a Spark
+Structured Streaming job aggregates the topic into Parquet through muster's
+data source; the rebalance/lag analytics write Parquet tables and an HTML
+report.
+"""
+
+from muster.demo.scenario import run
+
+__all__ = ["run"]
