@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,7 @@ REBALANCE_TIMEOUT_S = 30.0
 EXPIRY_TIMEOUT_S = SESSION_MS / 1000 + 15.0
 CLOSE_TIMEOUT_S = 15.0
 COMMITTERS = 20
+SCENARIOS = ("formation", "rebalance", "expiry", "commits", "commit-20")
 
 
 RDK_LOGGER = common.RDK_LOGGER
@@ -661,31 +662,37 @@ def run_formations(
             say(f"  formation of {n:<2} {secs * 1000:>9.0f} ms")
 
 
-def run_rest(b: common.Broker, results: Results, run_no: int, commit_s: float) -> None:
+def run_rest(
+    b: common.Broker, results: Results, run_no: int, commit_s: float, only: set[str]
+) -> None:
     topic = f"bench-groups-{uuid.uuid4().hex[:8]}"
     create_topic(b.bootstrap, topic, PARTITIONS)
-    jl = attempt(
-        results,
-        b.name,
-        run_no,
-        "join",
-        "join/leave",
-        lambda: join_and_leave(b.bootstrap, topic, b.alive),
-    )
+    jl = None
+    if "rebalance" in only:
+        jl = attempt(
+            results,
+            b.name,
+            run_no,
+            "join",
+            "join/leave",
+            lambda: join_and_leave(b.bootstrap, topic, b.alive),
+        )
     if jl is not None:
         join_s, leave_s = jl  # type: ignore[misc]
         results.add(b.name, "join", join_s)
         results.add(b.name, "leave", leave_s)
         say(f"  rebalance on join  {join_s * 1000:>9.0f} ms")
         say(f"  rebalance on leave {leave_s * 1000:>9.0f} ms")
-    secs = attempt(
-        results,
-        b.name,
-        run_no,
-        "expiry",
-        "session-expiry takeover",
-        lambda: expiry_takeover(b.bootstrap, topic, b.alive),
-    )
+    secs = None
+    if "expiry" in only:
+        secs = attempt(
+            results,
+            b.name,
+            run_no,
+            "expiry",
+            "session-expiry takeover",
+            lambda: expiry_takeover(b.bootstrap, topic, b.alive),
+        )
     if secs is not None:
         results.add(b.name, "expiry", secs)  # type: ignore[arg-type]
         say(f"  expiry takeover    {secs * 1000:>9.0f} ms")
@@ -705,41 +712,57 @@ def run_rest(b: common.Broker, results: Results, run_no: int, commit_s: float) -
             ),
         ),
     ):
+        if "commits" not in only:
+            continue
         r = attempt(results, b.name, run_no, key, what, fn)
         if r is not None:
             n, el = r  # type: ignore[misc]
             results.add(b.name, key, n / el)
             say(f"  {what:<30} {n / el:>9,.0f} commits/s ({n} in {el:.1f} s)")
-    rate = attempt(
-        results,
-        b.name,
-        run_no,
-        "commit-20",
-        f"{COMMITTERS} concurrent committers",
-        lambda: concurrent_commits(b.bootstrap, topic, commit_s, COMMITTERS),
-    )
+    rate = None
+    if "commit-20" in only:
+        rate = attempt(
+            results,
+            b.name,
+            run_no,
+            "commit-20",
+            f"{COMMITTERS} concurrent committers",
+            lambda: concurrent_commits(b.bootstrap, topic, commit_s, COMMITTERS),
+        )
     if rate is not None:
         results.add(b.name, "commit-20", rate)  # type: ignore[arg-type]
         say(f"  {COMMITTERS} concurrent committers {rate:>9,.0f} commits/s")
 
 
 def run_broker_once(
-    name: str, results: Results, run_no: int, commit_s: float, extra: dict[str, str]
+    name: str,
+    results: Results,
+    run_no: int,
+    commit_s: float,
+    extra: dict[str, str],
+    only: set[str],
 ) -> None:
+    formations = "formation" in only
+    rest = bool(only - {"formation"})
     if name == "muster":
-        d0 = {**extra, "group.initial.rebalance.delay.ms": "0"}
-        with common.running("muster", settings=d0) as b:
-            say(f"run {run_no}: muster (group.initial.rebalance.delay.ms=0) on {b.bootstrap}")
-            run_formations(b, results, lambda n: f"form{n}-d0", run_no)
+        if formations:
+            d0 = {**extra, "group.initial.rebalance.delay.ms": "0"}
+            with common.running("muster", settings=d0) as b:
+                say(f"run {run_no}: muster (group.initial.rebalance.delay.ms=0) on {b.bootstrap}")
+                run_formations(b, results, lambda n: f"form{n}-d0", run_no)
         with common.running("muster", settings=extra) as b:
             say(f"run {run_no}: muster (defaults) on {b.bootstrap}")
-            run_formations(b, results, lambda n: f"form{n}-d3000", run_no)
-            run_rest(b, results, run_no, commit_s)
+            if formations:
+                run_formations(b, results, lambda n: f"form{n}-d3000", run_no)
+            if rest:
+                run_rest(b, results, run_no, commit_s, only)
     else:
         with common.running("tansu") as b:
             say(f"run {run_no}: tansu on {b.bootstrap}")
-            run_formations(b, results, lambda n: f"form{n}", run_no)
-            run_rest(b, results, run_no, commit_s)
+            if formations:
+                run_formations(b, results, lambda n: f"form{n}", run_no)
+            if rest:
+                run_rest(b, results, run_no, commit_s, only)
             if not b.alive():
                 results.failures.append(
                     f"tansu run {run_no}: broker exited; log tail:\n{b.log_tail(10)}"
@@ -771,9 +794,24 @@ def verdict(row: Row, m: float | None, r: float | None) -> str:
     return ""
 
 
-def build_summary(results: Results, brokers: Sequence[str]) -> list[dict]:
+def scenario_of(key: str) -> str:
+    """Which --scenarios entry measures the row with this key."""
+    if key.startswith("form"):
+        return "formation"
+    if key in ("join", "leave"):
+        return "rebalance"
+    if key in ("commit-ck", "commit-kp"):
+        return "commits"
+    return key  # "expiry", "commit-20"
+
+
+def build_summary(
+    results: Results, brokers: Sequence[str], only: Collection[str] = SCENARIOS
+) -> list[dict]:
     out = []
     for row in ROWS:
+        if scenario_of(row.key) not in only:
+            continue
         m_vals = results.values.get("muster", {}).get(row.key, [])
         t_vals = results.values.get("tansu", {}).get(row.tansu_key or row.key, [])
         m = common.median(m_vals) if "muster" in brokers else None
@@ -866,7 +904,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="extra muster --set option (e.g. muster.fsync=never); the published figures use none",
     )
+    ap.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all)",
+    )
     args = ap.parse_args(argv)
+    only = set(args.scenarios.split(","))
+    if not only <= set(SCENARIOS):
+        ap.error(f"unknown scenario(s): {', '.join(sorted(only - set(SCENARIOS)))}")
     extra = dict(kv.split("=", 1) for kv in args.muster_set)
 
     common.install_signal_handlers()
@@ -879,7 +925,7 @@ def main(argv: list[str] | None = None) -> int:
             order = brokers if run % 2 == 0 else list(reversed(brokers))
             for name in order:
                 try:
-                    run_broker_once(name, results, run + 1, commit_s, extra)
+                    run_broker_once(name, results, run + 1, commit_s, extra, only)
                 except Exception as e:
                     msg = f"{name} run {run + 1}: {type(e).__name__}: {e}"
                     results.failures.append(msg)
@@ -890,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         common.stop_all()
 
-    summary = build_summary(results, brokers)
+    summary = build_summary(results, brokers, only)
     print_table(summary, brokers, args.runs, extra.get("muster.fsync", "always (default)"))
     if results.failures:
         common.console.print(f"[yellow]{len(results.failures)} scenario failure(s):[/yellow]")

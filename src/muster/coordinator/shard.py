@@ -42,7 +42,8 @@ from muster.records.offsets_topic import (
     OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
-    decode_offset_commit_value,
+    offset_commit_key_reader,
+    offset_commit_value_fields,
 )
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
@@ -123,11 +124,40 @@ class CoordinatorShard:
 
     def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
         """Apply one `__consumer_offsets` record in log order (load path)."""
-        # The broker's loader replays only the last record of each key, so
-        # every key arrives once: a decode cache would only cost here.
+        self.replay_latest({key: (offset, value)})
+
+    def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
+        """Apply the last record of each key, given in log order of those
+        records: what compaction would leave, so the same state as replaying
+        every record. Offset commits, nearly all of a large log, take a path
+        with no key or value objects; every key arrives once, so a decode
+        cache would only cost here."""
+        groups = self.store.groups
+        get_or_create = self.store.get_or_create
+        key_fields = offset_commit_key_reader()
+        value_fields = offset_commit_value_fields
+        offsets = self.offsets
+        for key, (offset, value) in latest.items():
+            if offset >= offsets.next_seq:
+                offsets.next_seq = offset + 1
+            fields = key_fields(key)
+            if fields is None:
+                self._replay_other(key, value, offset)
+                continue
+            group_id, topic, partition = fields
+            group = groups.get(group_id)
+            if value is None:
+                if group is not None:
+                    group.offsets.pop((topic, partition), None)
+                continue
+            if group is None:
+                group = get_or_create(group_id)
+            group.offsets[(topic, partition)] = CommittedOffset(*value_fields(value), offset)
+
+    def _replay_other(self, key: bytes, value: bytes | None, offset: int) -> None:
+        """A key in a shape the fast path leaves alone: group metadata, unusual
+        offset commit keys, or a key version we do not know (skipped, like Kafka)."""
         k = decode_key(key)
-        if offset >= self.offsets.next_seq:
-            self.offsets.next_seq = offset + 1
         if type(k) is OffsetCommitKey:
             tp = (k.topic, k.partition)
             group = self.store.groups.get(k.group)
@@ -135,12 +165,9 @@ class CoordinatorShard:
                 if group is not None:
                     group.offsets.pop(tp, None)
                 return
-            v = decode_offset_commit_value(value)
             if group is None:
                 group = self.store.get_or_create(k.group)
-            group.offsets[tp] = CommittedOffset(
-                v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp, offset
-            )
+            group.offsets[tp] = CommittedOffset(*offset_commit_value_fields(value), offset)
         elif isinstance(k, GroupMetadataKey):
             if value is None:
                 group = self.store.get(k.group)

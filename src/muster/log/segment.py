@@ -82,6 +82,8 @@ class Segment:
         self.time_offsets = array("q")
         self.idx_written = 0  # entries already in the .index file
         self.time_written = 0
+        # both index files are known to exist: saves two stat() calls per fsync
+        self.index_files_exist = False
         self.bytes_since_index = 0
         self.max_ts = -1
         self.max_ts_offset = -1  # base offset of the batch holding max_ts
@@ -136,6 +138,12 @@ class Segment:
 
     def write_indexes(self) -> None:
         """Appends index entries not yet in the files (creating missing files)."""
+        if (
+            self.index_files_exist
+            and len(self.idx_offsets) == self.idx_written
+            and len(self.time_ts) == self.time_written
+        ):
+            return
         base = self.base_offset
         n = len(self.idx_offsets)
         if n > self.idx_written or not self.index_path.exists():
@@ -153,6 +161,7 @@ class Segment:
             )
             _write_at(self.timeindex_path, self.time_written * _TIME_ENTRY.size, rows)
             self.time_written = n
+        self.index_files_exist = True
 
     # ------------------------------------------------------------ reading
 
@@ -217,6 +226,7 @@ class Segment:
         for arr in (self.idx_offsets, self.idx_positions, self.time_ts, self.time_offsets):
             del arr[:]
         self.idx_written = self.time_written = 0
+        self.index_files_exist = False
         self.bytes_since_index = 0
         self.max_ts = self.max_ts_offset = self.rolling_ts = -1
         self.batches = 0
@@ -324,6 +334,7 @@ class Segment:
         self.index_path.unlink(missing_ok=True)
         self.timeindex_path.unlink(missing_ok=True)
         self.idx_written = self.time_written = 0
+        self.index_files_exist = False
 
     # ------------------------------------------------------------ lifecycle
 

@@ -374,22 +374,59 @@ _INT32 = struct.Struct(">i")
 
 
 def _fast_offset_commit_key(data: bytes) -> OffsetCommitKey | None:
-    """OffsetCommitKey v0/v1 (group, topic, partition) read directly: the load
-    path decodes one per record; None sends odd shapes to the table codec."""
-    glen = _INT16.unpack_from(data, 2)[0]
-    tpos = 4 + glen
-    if glen < 0 or tpos + 2 > len(data):
+    """OffsetCommitKey v0/v1 read directly; None sends odd shapes to the table codec."""
+    fields = offset_commit_key_fields(data)
+    return None if fields is None else OffsetCommitKey(*fields)
+
+
+_KEY_HEAD = struct.Struct(">hh")  # version, group length
+_unpack_key_head = _KEY_HEAD.unpack_from
+_unpack_int16 = _INT16.unpack_from
+_unpack_int32 = _INT32.unpack_from
+
+
+def offset_commit_key_fields(data: bytes) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an OffsetCommitKey v0/v1 in its usual shape,
+    else None (other key types, odd shapes: use decode_key)."""
+    n = len(data)
+    if n < 8:
         return None
-    tlen = _INT16.unpack_from(data, tpos)[0]
+    version, glen = _unpack_key_head(data, 0)
+    tpos = 4 + glen
+    if not 0 <= version <= 1 or glen < 0 or tpos + 2 > n:
+        return None
+    (tlen,) = _unpack_int16(data, tpos)
     ppos = tpos + 2 + tlen
-    if tlen < 0 or ppos + 4 != len(data):
+    if tlen < 0 or ppos + 4 != n:
         return None
     try:
-        group = data[4:tpos].decode("utf-8")
-        topic = data[tpos + 2 : ppos].decode("utf-8")
+        return data[4:tpos].decode(), data[tpos + 2 : ppos].decode(), _unpack_int32(data, ppos)[0]
     except UnicodeDecodeError:
         return None
-    return OffsetCommitKey(group, topic, _INT32.unpack_from(data, ppos)[0])
+
+
+def offset_commit_key_reader() -> Callable[[bytes], tuple[str, str, int] | None]:
+    """offset_commit_key_fields for a stream of keys, such as a loading log.
+
+    A log holds one key per committed partition and the partitions of one
+    (group, topic) share every byte of the key but the last four, so the
+    group and topic decoded for one such prefix serve all of them (and the
+    loaded offsets share those strings). Cached prefixes are only ones that
+    parsed as an OffsetCommitKey, whose partition is exactly its last four
+    bytes, so the answer is the same as offset_commit_key_fields'.
+    """
+    known: dict[bytes, tuple[str, str]] = {}
+
+    def read(data: bytes) -> tuple[str, str, int] | None:
+        names = known.get(data[:-4])
+        if names is not None:
+            return names[0], names[1], _unpack_int32(data, len(data) - 4)[0]
+        fields = offset_commit_key_fields(data)
+        if fields is not None:
+            known[data[:-4]] = (fields[0], fields[1])
+        return fields
+
+    return read
 
 
 # key version -> key schema (versions 3+ belong to newer coordinators' records)
@@ -410,17 +447,24 @@ _INT64 = struct.Struct(">q")
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
-    # The load path decodes one of these per committed partition: v3, what
-    # muster writes, is read with two struct calls; anything else goes
-    # through the table-driven codec.
+    return OffsetCommitValue(*offset_commit_value_fields(data))
+
+
+def offset_commit_value_fields(data: bytes) -> tuple[int, int, str, int, int]:
+    """(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp).
+
+    The load path decodes one of these per committed partition: v3, what
+    muster writes, is read with two struct calls and no value object;
+    anything else goes through the table-driven codec.
+    """
     if len(data) >= _V3_HEAD.size and data[0] == 0 and data[1] == 3:
         _version, offset, epoch, mlen = _V3_HEAD.unpack_from(data, 0)
         pos = _V3_HEAD.size
         if mlen >= 0 and pos + mlen + 8 == len(data):
-            metadata = data[pos : pos + mlen].decode("utf-8")
-            (stamp,) = _INT64.unpack_from(data, pos + mlen)
-            return OffsetCommitValue(offset, epoch, metadata, stamp)
-    return decode("OffsetCommitValue", data)[1]
+            metadata = data[pos : pos + mlen].decode("utf-8") if mlen else ""
+            return offset, epoch, metadata, _INT64.unpack_from(data, pos + mlen)[0], -1
+    v = decode("OffsetCommitValue", data)[1]
+    return v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:

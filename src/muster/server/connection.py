@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections import deque
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -37,6 +38,20 @@ class ProtocolViolation(Exception):
     """The peer sent something we answer by closing the connection."""
 
 
+class _Answer:
+    """One request's place in the answer order; body is set once it is known."""
+
+    __slots__ = ("api_key", "body", "correlation_id", "done", "flexible", "version")
+
+    def __init__(self, correlation_id: int, api_key: int, version: int, flexible: bool) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.version = version
+        self.flexible = flexible
+        self.body: bytes | memoryview | None = None  # None when done: no answer (acks=0)
+        self.done = False
+
+
 class Connection:
     def __init__(
         self,
@@ -52,14 +67,17 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.host = peer[0] if isinstance(peer, tuple) else "unknown"
-        self._answers: asyncio.Queue[
-            tuple[int, int, int, bool, asyncio.Task[Any] | bytes] | None
-        ] = asyncio.Queue(MAX_PIPELINED)
+        # Answers leave in request order; whichever task completes the oldest
+        # outstanding answer writes it (and any finished ones behind it), so an
+        # answer goes out from the task that computed it, with no sender task
+        # to wake in between.
+        self._order: deque[_Answer] = deque()
+        self._room = asyncio.Event()
+        self._broken = False
         self._inflight: list[asyncio.Task[Any]] = []
         self._barrier: asyncio.Task[Any] | None = None
 
     async def serve(self) -> None:
-        sender = asyncio.create_task(self._send_answers(), name=f"send-{self.peer}")
         try:
             await self._read_requests()
         except ProtocolViolation as exc:
@@ -70,10 +88,9 @@ class Connection:
             # The peer is gone, broke the protocol, or the broker is stopping:
             # nobody will read answers still being computed (a parked JoinGroup
             # or a long-polling Fetch), so they are cancelled, not awaited.
-            sender.cancel()
             for task in self._inflight:
                 task.cancel()
-            await asyncio.gather(sender, *self._inflight, return_exceptions=True)
+            await asyncio.gather(*self._inflight, return_exceptions=True)
             self.writer.close()
 
     async def _read_requests(self) -> None:
@@ -92,6 +109,12 @@ class Connection:
                 raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")
             frame = await self.reader.readexactly(size)
             await self._dispatch(frame)
+            # Backpressure: no new request while too many answers are owed or
+            # the socket's send buffer is full.
+            while len(self._order) >= MAX_PIPELINED:
+                self._room.clear()
+                await self._room.wait()
+            await self.writer.drain()
 
     async def _dispatch(self, frame: bytes) -> None:
         try:
@@ -112,7 +135,11 @@ class Connection:
                         "api_keys": supported_versions(self.table),
                     },
                 )
-                await self._answers.put((correlation_id, api_key, 0, False, body))
+                answer = _Answer(correlation_id, api_key, 0, False)
+                answer.body = body
+                answer.done = True
+                self._order.append(answer)
+                self._send_ready()
                 return
             raise ProtocolViolation(f"unsupported version {version} of api {entry.name}")
         flexible = is_flexible(api_key, version)
@@ -132,50 +159,55 @@ class Connection:
             before = [self._barrier]
         else:
             before = []
-        task = asyncio.create_task(self._run(entry, ctx, request, before))
+        answer = _Answer(correlation_id, api_key, version, flexible)
+        self._order.append(answer)
+        task = asyncio.create_task(self._run(entry, ctx, request, before, answer))
         self._inflight.append(task)
         if entry.serial:
             self._barrier = task
-        await self._answers.put((correlation_id, api_key, version, flexible, task))
 
-    @staticmethod
     async def _run(
-        entry: ApiEntry, ctx: RequestContext, request: Any, before: list[asyncio.Task[Any]]
-    ) -> Any:
+        self,
+        entry: ApiEntry,
+        ctx: RequestContext,
+        request: Any,
+        before: list[asyncio.Task[Any]],
+        answer: _Answer,
+    ) -> None:
         if before:
             await asyncio.wait(before)
-        return await entry.handler(ctx, request)
-
-    async def _send_answers(self) -> None:
-        while True:
-            item = await self._answers.get()
-            if item is None:
-                return
-            correlation_id, api_key, version, flexible, pending = item
-            if isinstance(pending, bytes):
-                body = pending
-            else:
-                try:
-                    payload = await pending
-                except asyncio.CancelledError:
-                    return
-                except Exception:
-                    log.exception("handler failed; closing connection from %s", self.peer)
-                    self.writer.close()
-                    return
-                if payload is None:  # acks=0 produce: Kafka sends nothing back
-                    continue
-                body = encode_response_view(api_key, version, payload)
+        try:
+            payload = await entry.handler(ctx, request)
+            if payload is not None:  # None: acks=0 produce, Kafka sends nothing back
+                answer.body = encode_response_view(answer.api_key, answer.version, payload)
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "%s api=%d v%d corr=%d -> %.600s",
                         self.peer,
-                        api_key,
-                        version,
-                        correlation_id,
+                        answer.api_key,
+                        answer.version,
+                        answer.correlation_id,
                         _summary(payload),
                     )
-            header = response_header(correlation_id, api_key, flexible)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handler failed; closing connection from %s", self.peer)
+            self._broken = True
+            self.writer.close()
+            return
+        answer.done = True
+        self._send_ready()
+
+    def _send_ready(self) -> None:
+        """Writes every finished answer at the head of the order."""
+        order = self._order
+        while order and order[0].done and not self._broken:
+            answer = order.popleft()
+            body = answer.body
+            if body is None:
+                continue
+            header = response_header(answer.correlation_id, answer.api_key, answer.flexible)
             prefix = _LENGTH.pack(len(header) + len(body)) + header
             if len(body) > _JOIN_LIMIT:
                 # a megabyte Fetch body goes to the socket without a join copy
@@ -184,7 +216,8 @@ class Connection:
             else:
                 # one send per answer: each send on loopback wakes the client
                 self.writer.write(prefix + body)
-            await self.writer.drain()
+        if len(order) < MAX_PIPELINED:
+            self._room.set()
 
 
 def _summary(payload: Any) -> str:

@@ -1,12 +1,18 @@
 """Group commit: one fsync serves every write that arrived while the last ran.
 
-Handlers append to a log (page cache) and `await durability.wait(log)`. One
-flusher thread fsyncs every log with unflushed data, then hands the result
-back to the event loop, which wakes the waiters whose writes are now on disk
-and the fetchers waiting for data. A dedicated thread (not a thread pool job
-per fsync) keeps the hand-off cheap, which is what a synchronous offset
-commit's latency is made of. With `muster.fsync=never|interval` acknowledged
-writes do not wait.
+Handlers append to a log (page cache) and `await durability.wait(log)` (or
+register `on_durable`). At the end of the loop iteration that appended, the
+logs written in it are flushed. One flusher thread fsyncs every log with
+unflushed data while the loop goes on (a producer's next request is read and
+appended meanwhile, and shares the next fsync), then hands the result back to
+the loop. A latency-bound write (the coordinator's small records: one offset
+commit waits for nothing else) that is the only write of its iteration, with
+no flush under way, is fsynced by the loop thread itself instead: handing one
+small fsync to another thread costs more than the fsync (futex and GIL
+hand-offs, a self-pipe wake-up, extra loop iterations), and a synchronous
+commit's latency is made of exactly that. Either way the loop then wakes the
+waiters whose writes are now on disk and the fetchers waiting for data. With
+`muster.fsync=never|interval` acknowledged writes do not wait.
 """
 
 from __future__ import annotations
@@ -47,9 +53,14 @@ class Durability:
         self._on_visible = on_visible
         self._cv = threading.Condition()
         self._pending: dict[int, Flushable] = {}  # guarded by _cv
+        self._busy = False  # guarded by _cv: the flusher thread is flushing
         self._stopping = False  # guarded by _cv
+        # loop thread only (always): log id -> (log, every write latency-bound)
+        self._unflushed: dict[int, tuple[Flushable, bool]] = {}
+        self._kick_scheduled = False
         self._dirty: dict[int, Flushable] = {}  # loop thread only (interval/never)
-        self._waiters: list[tuple[Flushable, int, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[Flushable, int, Callable[[OSError | None], None]]] = []
+        self._completing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -68,7 +79,9 @@ class Durability:
             self._ticker.cancel()
         with self._cv:
             self._pending.update(self._dirty)
+            self._pending.update({k: plog for k, (plog, _) in self._unflushed.items()})
             self._dirty.clear()
+            self._unflushed.clear()
             self._stopping = True
             self._cv.notify()
         if self._thread is not None:
@@ -80,33 +93,84 @@ class Durability:
             return plog.flushed_offset
         return plog.log_end_offset
 
-    def appended(self, plog: Flushable) -> None:
-        """Note a write; consumers see it now unless it must be fsynced first."""
-        if self.policy == "always":
-            self._request(plog)
-        else:
+    def appended(self, plog: Flushable, latency_bound: bool = False) -> None:
+        """Note a write; consumers see it now unless it must be fsynced first.
+
+        latency_bound: a small write whose answer nothing else is waiting
+        behind (see the module docstring); it may be fsynced on the loop.
+        """
+        if self.policy != "always":
             self._dirty[id(plog)] = plog
             self._on_visible(plog)
+        elif self._loop is None:  # not started: only the flusher thread can do it
+            self._request(plog)
+        else:
+            # Flushed once the current iteration's callbacks have run, so that
+            # every write of this iteration shares the fsync.
+            earlier = self._unflushed.get(id(plog))
+            inline = latency_bound and (earlier is None or earlier[1])
+            self._unflushed[id(plog)] = (plog, inline)
+            if not self._kick_scheduled:
+                self._kick_scheduled = True
+                self._loop.call_soon(self._kick)
 
     async def wait(self, plog: Flushable) -> None:
         """Returns once everything appended to plog so far is durable (per policy)."""
         if self.policy != "always":
             return
-        target = plog.log_end_offset
-        if plog.flushed_offset >= target:
-            return
-        if self.failed is not None:
-            raise OSError(f"log flush failed earlier: {self.failed}")
         assert self._loop is not None
         fut: asyncio.Future[None] = self._loop.create_future()
-        self._waiters.append((plog, target, fut))
-        self._request(plog)
+        self.on_durable(plog, lambda error: _settle(fut, error))
         await fut
+
+    def on_durable(self, plog: Flushable, callback: Callable[[OSError | None], None]) -> None:
+        """Calls callback(None) on the loop thread once everything appended to
+        plog so far is durable, or callback(error) if the flush failed.
+
+        Callbacks run in the order they were registered, so a caller that
+        needs completions in append order (the coordinator) gets them; one
+        registered while older ones still wait never jumps ahead of them.
+        """
+        if self.policy != "always":
+            callback(None)
+            return
+        if self.failed is not None:
+            callback(OSError(f"log flush failed earlier: {self.failed}"))
+            return
+        target = plog.log_end_offset
+        if (
+            plog.flushed_offset >= target
+            and not self._completing
+            and not any(w[0] is plog for w in self._waiters)
+        ):
+            callback(None)
+            return
+        # appended() already asked for this log to be flushed: a flush that
+        # starts after the append covers it, so no second request is needed.
+        self._waiters.append((plog, target, callback))
 
     def _request(self, plog: Flushable) -> None:
         with self._cv:
             self._pending[id(plog)] = plog
             self._cv.notify()
+
+    def _kick(self) -> None:
+        self._kick_scheduled = False
+        batch, self._unflushed = self._unflushed, {}
+        if not batch:
+            return
+        plog, inline = next(iter(batch.values()))
+        with self._cv:
+            if len(batch) > 1 or not inline or self._busy or self._pending or self._stopping:
+                self._pending.update({k: p for k, (p, _) in batch.items()})
+                self._cv.notify()
+                return
+        error: OSError | None = None
+        try:
+            plog.flush()
+        except OSError as exc:  # disk trouble: fail the waiters, never lie to them
+            error = exc
+        self._flushed([plog], error)
 
     async def _tick(self) -> None:
         while True:
@@ -125,12 +189,15 @@ class Durability:
                 batch = list(self._pending.values())
                 self._pending.clear()
                 stopping = self._stopping
+                self._busy = bool(batch)
             error: OSError | None = None
             try:
                 for plog in batch:
                     plog.flush()
             except OSError as exc:  # disk trouble: fail the waiters, never lie to them
                 error = exc
+            with self._cv:
+                self._busy = False
             if batch and self._loop is not None and not self._loop.is_closed():
                 try:
                     self._loop.call_soon_threadsafe(self._flushed, batch, error)
@@ -149,16 +216,29 @@ class Durability:
         elif self.policy == "always":
             for plog in batch:
                 self._on_visible(plog)
-        still: list[tuple[Flushable, int, asyncio.Future[None]]] = []
-        for plog, target, fut in self._waiters:
-            if fut.done():
-                continue
-            if error is not None:
-                fut.set_exception(OSError(str(error)))
-            elif plog.flushed_offset >= target:
-                fut.set_result(None)
-            else:
-                still.append((plog, target, fut))
-        self._waiters = still
-        for plog, _target, _fut in still:
-            self._request(plog)
+        waiters, self._waiters = self._waiters, []
+        still = []
+        self._completing = True  # a callback that registers a waiter must queue it
+        try:
+            for waiter in waiters:
+                plog, target, callback = waiter
+                if error is None and plog.flushed_offset < target:
+                    # targets grow per log, so its later waiters stay behind this one
+                    still.append(waiter)
+                    continue
+                try:
+                    callback(None if error is None else OSError(str(error)))
+                except Exception:
+                    log.exception("durability callback failed")
+        finally:
+            self._completing = False
+        self._waiters = still + self._waiters
+
+
+def _settle(fut: asyncio.Future[None], error: OSError | None) -> None:
+    if fut.done():  # the waiter was cancelled (its connection closed)
+        return
+    if error is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(error)

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 EVENTS_TOPIC = "__muster_group_events"
 LOAD_CHUNK = 8 << 20
 STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
+SHARD_CACHE_SIZE = 10_000
 
 
 class CoordinatorLoading(Exception):
@@ -63,8 +65,9 @@ class ShardRuntime:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
-        self._writes: set[asyncio.Task[None]] = set()
-        self._last_write: asyncio.Task[None] | None = None
+        # appended results in append order; each entry is [result, error or None
+        # while its fsync is outstanding]
+        self._writes: deque[list[Any]] = deque()
 
     # ---- lifecycle -----------------------------------------------------
 
@@ -80,6 +83,7 @@ class ShardRuntime:
         offset = self.plog.log_start_offset
         end = self.plog.log_end_offset
         latest: dict[bytes, tuple[int, bytes | None]] = {}
+        forget = latest.pop
         while offset < end:
             chunk = self.plog.read(offset, LOAD_CHUNK)
             if not chunk:
@@ -87,13 +91,11 @@ class ShardRuntime:
             for record_offset, key, value in iter_key_values(chunk):
                 if record_offset < offset or key is None:
                     continue
-                latest.pop(key, None)  # re-inserted last: dict order = order of last writes
+                forget(key, None)  # re-inserted last: dict order = order of last writes
                 latest[key] = (record_offset, value)
             # batches whose records were all compacted away still move us on
             offset = max(offset, _last_offset(chunk) + 1)
-        replay = self.shard.replay
-        for key, (record_offset, value) in latest.items():
-            replay(key, value, record_offset)
+        self.shard.replay_latest(latest)
         self.load_seconds = time.perf_counter() - started
         return len(latest)
 
@@ -121,7 +123,14 @@ class ShardRuntime:
         if not self.loaded:
             raise CoordinatorLoading()
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Work("request", request, fut))
+        work = _Work("request", request, fut)
+        if self._queue.empty():
+            # Nothing is ahead of this request and the serial loop never stops
+            # half-way through an item (it only awaits the queue), so running
+            # it here is what the loop would do next, one task hop sooner.
+            self._process(work)
+        else:
+            self._queue.put_nowait(work)
         return await fut
 
     def delete_partitions(self, partitions: list[tuple[str, int]]) -> None:
@@ -133,30 +142,32 @@ class ShardRuntime:
 
     async def _run(self) -> None:
         while True:
-            work = await self._queue.get()
-            now = now_ms()
-            try:
-                if work.kind == "request":
-                    request_id = next(self._ids)
-                    assert work.future is not None
-                    self._waiting[request_id] = work.future
-                    result = self.shard.handle(request_id, work.payload, now)
-                elif work.kind == "timer":
-                    result = self.shard.on_timer(work.payload, now)
-                elif work.kind == "delete_partitions":
-                    result = self.shard.delete_partitions(work.payload, now)
-                elif work.kind == "written":
-                    token, error = work.payload
-                    result = self.shard.complete_write(token, error, now)
-                else:
-                    result = self.shard.loaded(now)
-                    self.loaded = True
-            except Exception as exc:  # a bug in the core must not kill the shard
-                log.exception("coordinator shard %d failed on %s", self.shard.partition, work.kind)
-                if work.future is not None and not work.future.done():
-                    work.future.set_exception(exc)
-                continue
-            self._apply(result)
+            self._process(await self._queue.get())
+
+    def _process(self, work: _Work) -> None:
+        now = now_ms()
+        try:
+            if work.kind == "request":
+                request_id = next(self._ids)
+                assert work.future is not None
+                self._waiting[request_id] = work.future
+                result = self.shard.handle(request_id, work.payload, now)
+            elif work.kind == "timer":
+                result = self.shard.on_timer(work.payload, now)
+            elif work.kind == "delete_partitions":
+                result = self.shard.delete_partitions(work.payload, now)
+            elif work.kind == "written":
+                token, error = work.payload
+                result = self.shard.complete_write(token, error, now)
+            else:
+                result = self.shard.loaded(now)
+                self.loaded = True
+        except Exception as exc:  # a bug in the core must not kill the shard
+            log.exception("coordinator shard %d failed on %s", self.shard.partition, work.kind)
+            if work.future is not None and not work.future.done():
+                work.future.set_exception(exc)
+            return
+        self._apply(result)
 
     def _apply(self, result: Result) -> None:
         for op in result.timers:
@@ -171,35 +182,46 @@ class ShardRuntime:
             if result.on_durable is not None:
                 self._queue.put_nowait(_Work("written", (result.on_durable, 0)))
             return
-        error = 0
+        entry: list[Any] = [result, None]
+        self._writes.append(entry)
         try:
             now = now_ms()
             self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
-            self.durability.appended(self.plog)
+            self.durability.appended(self.plog, latency_bound=True)
         except LogError as exc:
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
-            error = exc.error_code
-        previous = self._last_write
-        task = asyncio.create_task(self._after_write(result, error, previous))
-        self._last_write = task
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+            entry[1] = exc.error_code
+            self._complete_writes()
+            return
+        self.durability.on_durable(self.plog, lambda error: self._written(entry, error))
 
-    async def _after_write(
-        self, result: Result, error: int, previous: asyncio.Task[None] | None
-    ) -> None:
-        # The core needs write completions in append order, whatever fsync does.
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])
-        if error == 0:
-            try:
-                await self.durability.wait(self.plog)
-            except OSError as exc:
-                log.error("coordinator write not durable: %s", exc)
-                error = STORAGE_ERROR
-        self._reply(result.replies)
-        if result.on_durable is not None:
-            self._queue.put_nowait(_Work("written", (result.on_durable, error)))
+    def _written(self, entry: list[Any], error: OSError | None) -> None:
+        if error is not None:
+            log.error("coordinator write not durable: %s", error)
+        entry[1] = 0 if error is None else STORAGE_ERROR
+        self._complete_writes()
+
+    def _complete_writes(self) -> None:
+        """Answers the writes that are done, oldest first: the core needs write
+        completions in append order, and a client must never see a later
+        answer before an earlier one it depends on."""
+        writes = self._writes
+        while writes and writes[0][1] is not None:
+            result, error = writes.popleft()
+            self._reply(result.replies)
+            if result.on_durable is not None:
+                # The write is durable (or failed) now, so completing it here
+                # rather than behind queued work is only an earlier completion,
+                # which the core must accept anyway.
+                self._complete(result.on_durable, error)
+
+    def _complete(self, token: Any, error: int) -> None:
+        try:
+            result = self.shard.complete_write(token, error, now_ms())
+        except Exception:
+            log.exception("coordinator shard %d failed on written", self.shard.partition)
+            return
+        self._apply(result)
 
     def _reply(self, replies: list[tuple[int, Any]]) -> None:
         for request_id, response in replies:
@@ -234,9 +256,18 @@ class GroupCoordinator:
         self.shards = shards
         self.loader: asyncio.Task[None] | None = None
         self.load_ms: int | None = None
+        # Java's string hash in Python costs microseconds per request; a group
+        # id keeps its shard, so the busy ones are remembered (bounded).
+        self._shard_of: dict[str, ShardRuntime] = {}
 
     def shard_for(self, group_id: str) -> ShardRuntime:
-        return self.shards[partition_for(group_id, len(self.shards))]
+        shard = self._shard_of.get(group_id)
+        if shard is None:
+            shard = self.shards[partition_for(group_id, len(self.shards))]
+            if len(self._shard_of) >= SHARD_CACHE_SIZE:
+                self._shard_of.clear()
+            self._shard_of[group_id] = shard
+        return shard
 
     async def call(self, group_id: str, request: Any) -> Any:
         return await self.shard_for(group_id).call(request)
