@@ -385,3 +385,23 @@ def test_time_index_pointing_past_the_data_is_rebuilt(tmp_path: Path) -> None:
     log = open_log(d, clean=True, **SMALL)
     assert [list(s.time_ts) for s in log.segments] == before
     assert log.max_timestamp() == (299, 1_101)
+
+
+def test_index_flush_between_the_two_appends_of_an_entry_writes_whole_entries(
+    tmp_path: Path,
+) -> None:
+    # The flusher thread can run write_indexes while the loop thread is inside
+    # _track, after time_ts.append and before time_offsets.append.
+    from muster.log.segment import Segment
+
+    seg = Segment(tmp_path, 0, index_interval=0)
+    seg.idx_offsets.append(9)
+    seg.time_ts.append(5_000)
+    seg.write_indexes()  # must not fail; the half entries wait
+    assert seg.idx_written == 0 and seg.time_written == 0
+    seg.idx_positions.append(0)
+    seg.time_offsets.append(9)
+    seg.write_indexes()
+    assert seg.index_path.stat().st_size == 8
+    assert seg.timeindex_path.stat().st_size == 12
+    assert (seg.idx_written, seg.time_written) == (1, 1)

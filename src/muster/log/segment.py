@@ -145,7 +145,9 @@ class Segment:
         ):
             return
         base = self.base_offset
-        n = len(self.idx_offsets)
+        # The flusher thread runs this while the loop thread may be between the two
+        # appends of one entry (`_track`): only whole entries are written.
+        n = min(len(self.idx_offsets), len(self.idx_positions))
         if n > self.idx_written or not self.index_path.exists():
             rows = b"".join(
                 _INDEX_ENTRY.pack(self.idx_offsets[i] - base, self.idx_positions[i])
@@ -153,7 +155,7 @@ class Segment:
             )
             _write_at(self.index_path, self.idx_written * _INDEX_ENTRY.size, rows)
             self.idx_written = n
-        n = len(self.time_ts)
+        n = min(len(self.time_ts), len(self.time_offsets))
         if n > self.time_written or not self.timeindex_path.exists():
             rows = b"".join(
                 _TIME_ENTRY.pack(self.time_ts[i], self.time_offsets[i] - base)
