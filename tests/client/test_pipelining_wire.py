@@ -1,13 +1,18 @@
-"""Producer pipelining (max.in.flight.requests.per.connection > 1) and the
-inline fast path of `Producer.produce`, over real sockets."""
+"""Producer pipelining (max.in.flight.requests.per.connection > 1), the
+inline fast path of `Producer.produce`, and fetch pipelining, over real
+sockets."""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 import pytest
 
 from muster.client import Consumer, Producer, TopicPartition
+from muster.client.consumer import AIOConsumer
 from muster.client.errors import ConfigError
-from tests.wire.clients import create_topic
+from tests.wire.clients import confluent_produce, create_topic
 
 
 def test_pipelined_producer_keeps_order(broker, topic_name):
@@ -47,3 +52,45 @@ def test_pipelining_refused_with_idempotence():
                 "max.in.flight.requests.per.connection": 5,
             }
         )
+
+
+def test_next_fetch_is_written_before_the_answer_is_decoded(muster_broker, topic_name):
+    """The driver buffers a Fetch answer raw, writes the next Fetch, and only
+    decodes when the application polls: the broker works while we decode."""
+    create_topic(muster_broker.bootstrap, topic_name, 1)
+    for i in range(3):  # three separate batches
+        confluent_produce(muster_broker.bootstrap, topic_name, [(0, None, b"v%d" % i, [])] * 5)
+    tp = TopicPartition(topic_name, 0)
+
+    async def run() -> list[tuple[int, bool]]:
+        consumer = await AIOConsumer(
+            {
+                "bootstrap.servers": muster_broker.bootstrap,
+                "max.partition.fetch.bytes": 1,  # one batch per answer
+            }
+        ).start()
+        writes: list[tuple[int, bool]] = []
+        write = consumer._write_fetch
+
+        def spy(request: Any) -> Any:
+            buffered = consumer.fetcher.buffer
+            raw = bool(buffered) and buffered[-1].records is None
+            writes.append((request.body["topics"][0]["partitions"][0]["fetch_offset"], raw))
+            return write(request)
+
+        consumer._write_fetch = spy  # type: ignore[method-assign]
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            got: list[Any] = []
+            while len(got) < 15:
+                got += await consumer.poll(5.0)
+            assert [r.offset for r in got] == list(range(15))
+        finally:
+            await consumer.close()
+        return writes
+
+    writes = asyncio.run(run())
+    # the fetch for offset 5 went out while the answer holding 0..4 was still raw
+    assert (0, False) in writes
+    assert (5, True) in writes

@@ -46,6 +46,25 @@ class LoopThread:
             future.cancel()
             raise KafkaTimeoutError(f"timed out after {timeout_s}s") from None
 
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the loop, its result or exception here: one loop
+        iteration, where `run` needs three (task, step, result) and each may
+        wait behind other callbacks."""
+        if self.loop.is_closed():
+            raise KafkaError("the client is closed")
+        if self.in_loop_thread:
+            raise RuntimeError("blocking client call from inside a client callback")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def step() -> None:
+            try:
+                future.set_result(fn(*args))
+            except Exception as exc:  # handed to the caller, raised there
+                future.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(step)
+        return future.result()
+
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         self.loop.call_soon_threadsafe(fn, *args)
 

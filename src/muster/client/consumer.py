@@ -64,6 +64,11 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _mark_retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 def _strategy_names(value: Any) -> list[str]:
     aliases = {
         "org.apache.kafka.clients.consumer.rangeassignor": "range",
@@ -592,32 +597,16 @@ class AIOConsumer:
     async def _poll(self, timeout_s: float, defer: bool) -> _PollResult:
         """One poll. With defer, listener events stop the poll and are handed
         back (the blocking facade runs them on the application's thread)."""
-        if self._closed:
-            raise KafkaError("consumer is closed")
         deadline = time.monotonic() + timeout_s
+        self._app_polled()
         m = self.membership
-        if m is not None:
-            m.app_polled(_now_ms())
         while True:
-            if self._errors:
-                raise self._errors.popleft()
-            if m is not None and m.fatal is not None and self.mode == "subscribe":
-                raise m.fatal  # sticky: the member cannot go on (e.g. fenced)
-            if m is not None and self.mode == "subscribe":
-                self._group_step(m, join=True)
-                if self._listener_events:
-                    if defer:
-                        events = list(self._listener_events)
-                        self._listener_events.clear()
-                        return _PollResult(events=events)
-                    await self._run_listener_events(m)
-                    continue
-            if self.fetcher.errors:
-                raise self.fetcher.errors.popleft()
-            records = self.fetcher.take_records()
-            wake_at = self._fetch_step()  # the next fetch goes out before we return
-            if records:
-                return _PollResult(records=records)
+            result, wake_at = self._poll_step(defer)
+            if result is not None:
+                return result
+            if m is not None and self._listener_events:  # only without defer
+                await self._run_listener_events(m)
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _PollResult()
@@ -625,6 +614,41 @@ class AIOConsumer:
                 remaining = min(remaining, max(0.0, (wake_at - _now_ms()) / 1000))
             self._kick.clear()
             await wait_event(self._kick, remaining)
+
+    def _poll_now(self) -> _PollResult | None:
+        """The facade's poll when something is ready: a plain call, one loop
+        iteration, no task. None: nothing yet, wait in `_poll`."""
+        self._app_polled()
+        return self._poll_step(defer=True)[0]
+
+    def _app_polled(self) -> None:
+        if self._closed:
+            raise KafkaError("consumer is closed")
+        if self.membership is not None:
+            self.membership.app_polled(_now_ms())
+
+    def _poll_step(self, defer: bool) -> tuple[_PollResult | None, int | None]:
+        """Errors, the group step, records: what a poll can hand out now, and
+        when the fetcher next wants to run. (None, _) when there is nothing,
+        or, without defer, when listener events are waiting to be run."""
+        m = self.membership
+        if self._errors:
+            raise self._errors.popleft()
+        if m is not None and m.fatal is not None and self.mode == "subscribe":
+            raise m.fatal  # sticky: the member cannot go on (e.g. fenced)
+        if m is not None and self.mode == "subscribe":
+            self._group_step(m, join=True)
+            if self._listener_events:
+                if not defer:
+                    return None, None
+                events = list(self._listener_events)
+                self._listener_events.clear()
+                return _PollResult(events=events), None
+        if self.fetcher.errors:
+            raise self.fetcher.errors.popleft()
+        records = self.fetcher.take_records()
+        wake_at = self._fetch_step()  # the next fetch goes out before we return
+        return (_PollResult(records=records) if records else None), wake_at
 
     async def list_offsets(
         self, request: Mapping[TopicPartition, int]
@@ -635,14 +659,36 @@ class AIOConsumer:
     def _fetch_step(self) -> int | None:
         requests, wake_at = self.fetcher.poll(_now_ms(), self.cluster.leader_for)
         for request in requests:
-            self._spawn(self._send_fetcher(request))
+            sent = self._write_fetch(request) if request.kind == "fetch" else None
+            self._spawn(self._send_fetcher(request, sent))
         return wake_at
 
-    async def _send_fetcher(self, request: Request) -> None:
+    def _write_fetch(self, request: Request) -> asyncio.Future[Any] | None:
+        """Writes a Fetch now when its broker's connection is up: a task only
+        runs after the current callback, which may be decoding megabytes."""
+        conn = self.cluster.ready_connection(request.node)
+        if conn is None:
+            return None
+        try:
+            sent = conn.send_nowait(request.api_key, request.body)
+        except KafkaError as exc:  # reported by _send_fetcher, as any send error
+            sent = asyncio.get_running_loop().create_future()
+            sent.set_exception(exc)
+        # _send_fetcher awaits it and reports its error; only when close()
+        # cancelled that task first is nobody left to tell
+        sent.add_done_callback(_mark_retrieved)
+        return sent
+
+    async def _send_fetcher(
+        self, request: Request, sent: asyncio.Future[Any] | None = None
+    ) -> None:
         f = self.fetcher
         try:
-            if request.kind == "committed":
-                response: Any = await self.committed(list(request.tag))
+            if sent is not None:
+                timeout = self.request_timeout_s + self.fetch_max_wait_ms / 1000
+                response: Any = await with_timeout(sent, timeout)
+            elif request.kind == "committed":
+                response = await self.committed(list(request.tag))
             elif request.kind == "metadata":
                 topics = set(request.body["topics"]) | set(self.cluster.topics)
                 await self.cluster.refresh_metadata(topics)
@@ -655,11 +701,12 @@ class AIOConsumer:
             error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError(request.kind)
             f.on_failure(request, error, _now_ms())
         else:
-            f.on_response(request, response, _now_ms())
+            # A Fetch answer stays raw until the app polls for its records, and
+            # the next fetches (prefetches behind buffered answers, fetches of
+            # partitions with nothing buffered) go out now, so the broker
+            # prepares them while the app decodes and processes these.
+            f.accept(request, response, _now_ms())
             if request.kind == "fetch" and f.buffer and not self._closed:
-                # while records wait for the app, the next fetches (prefetches
-                # behind buffered answers, fetches of partitions with nothing
-                # buffered) go out now, not at the application's next poll
                 self._fetch_step()
         self._kick.set()
 
@@ -765,8 +812,10 @@ class Consumer:
     def poll(self, timeout: float = 1.0) -> list[ConsumerRecord]:
         deadline = time.monotonic() + timeout
         while True:
-            remaining = max(0.0, deadline - time.monotonic())
-            result: _PollResult = self._runner.run(self._aio._poll(remaining, defer=True))
+            result = self._runner.call(self._aio._poll_now)
+            if result is None:
+                remaining = max(0.0, deadline - time.monotonic())
+                result = self._runner.run(self._aio._poll(remaining, defer=True))
             if not result.events:
                 if result.records or time.monotonic() >= deadline:
                     return result.records

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import itertools
 import random
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,6 +28,7 @@ from muster.client.errors import (
     UnsupportedError,
     error_for,
 )
+from muster.client.frames import FrameProtocol
 from muster.client.types import TopicPartition
 from muster.protocol.client_codec import (
     decode_response,
@@ -36,11 +36,6 @@ from muster.protocol.client_codec import (
     peek_correlation_id,
 )
 from muster.protocol.codec import DecodeError, request_schema
-
-_SIZE = struct.Struct(">i")
-# StreamReader's buffer limit: with the default 64 KiB it pauses and resumes
-# the socket every 128 KiB of a megabytes-long Fetch answer.
-_READ_LIMIT = 8 * 1024 * 1024
 
 API_VERSIONS = 18
 METADATA = 3
@@ -107,11 +102,10 @@ class Connection:
         self.client_id = client_id
         self.node_id = node_id
         self.versions: dict[int, tuple[int, int]] = {}
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._transport: asyncio.Transport | None = None
+        self._protocol: FrameProtocol | None = None
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count(1)
-        self._read_task: asyncio.Task[None] | None = None
         self._closed: KafkaError | None = None
 
     def __repr__(self) -> str:
@@ -123,16 +117,21 @@ class Connection:
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and self._closed is None
+        return self._transport is not None and self._closed is None
 
     async def connect(self, timeout_s: float = 10.0) -> Connection:
+        loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await with_timeout(
-                asyncio.open_connection(self.host, self.port, limit=_READ_LIMIT), timeout_s
+            transport, protocol = await with_timeout(
+                loop.create_connection(
+                    lambda: FrameProtocol(self._on_frame, self._on_lost), self.host, self.port
+                ),
+                timeout_s,
             )
         except (TimeoutError, OSError) as exc:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        assert isinstance(transport, asyncio.Transport)
+        self._transport, self._protocol = transport, protocol
         try:
             await with_timeout(self._negotiate(), timeout_s)
         except TimeoutError:
@@ -190,7 +189,7 @@ class Connection:
         if self._closed is not None:
             future.set_exception(self._closed)
             return future
-        if self._writer is None:
+        if self._transport is None:
             future.set_exception(KafkaConnectionError(f"{self!r} is not connected"))
             return future
         if version is None:
@@ -201,7 +200,7 @@ class Connection:
             self._pending[correlation_id] = _Pending(api_key, version, future)
         else:
             future.set_result(None)
-        self._writer.write(frame)
+        self._transport.write(frame)
         return future
 
     async def send(
@@ -213,33 +212,28 @@ class Connection:
     ) -> Any:
         return await self.send_nowait(api_key, body, version, expect_response)
 
-    async def _read_loop(self) -> None:
-        assert self._reader is not None
-        error: KafkaError
+    def _on_frame(self, frame: memoryview) -> None:
         try:
-            while True:
-                size_bytes = await self._reader.readexactly(4)
-                (size,) = _SIZE.unpack(size_bytes)
-                frame = await self._reader.readexactly(size)
-                correlation_id = peek_correlation_id(frame)
-                pending = self._pending.pop(correlation_id, None)
-                if pending is None:
-                    raise ProtocolError(f"unexpected correlation id {correlation_id}")
-                try:
-                    _cid, response = decode_response(pending.api_key, pending.version, frame)
-                except DecodeError as exc:
-                    if not pending.future.done():
-                        pending.future.set_exception(ProtocolError(str(exc)))
-                    continue
-                if not pending.future.done():
-                    pending.future.set_result(response)
-        except asyncio.CancelledError:
-            error = KafkaConnectionError(f"{self!r} closed")
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            error = KafkaConnectionError(f"{self!r} lost: {exc!r}")
-        except KafkaError as exc:
-            error = exc
-        self._fail(error)
+            correlation_id = peek_correlation_id(frame)
+        except DecodeError as exc:
+            self._fail(ProtocolError(f"{self!r}: {exc}"))
+            return
+        pending = self._pending.pop(correlation_id, None)
+        if pending is None:
+            self._fail(ProtocolError(f"{self!r}: unexpected correlation id {correlation_id}"))
+            return
+        try:
+            _cid, response = decode_response(pending.api_key, pending.version, frame)
+        except DecodeError as exc:
+            if not pending.future.done():
+                pending.future.set_exception(ProtocolError(str(exc)))
+            return
+        if not pending.future.done():
+            pending.future.set_result(response)
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        reason = "closed by the broker" if exc is None else f"lost: {exc!r}"
+        self._fail(KafkaConnectionError(f"{self!r} {reason}"))
 
     def _fail(self, error: KafkaError) -> None:
         if self._closed is None:
@@ -248,18 +242,14 @@ class Connection:
         for p in pending.values():
             if not p.future.done():
                 p.future.set_exception(error)
-        if self._writer is not None:
-            self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
 
     async def close(self) -> None:
         self._fail(KafkaConnectionError(f"{self!r} closed"))
-        if self._read_task is not None:
-            self._read_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._read_task
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                await self._writer.wait_closed()
+        if self._protocol is not None:
+            with contextlib.suppress(TimeoutError):
+                await with_timeout(asyncio.shield(self._protocol.closed), 5)
 
 
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
@@ -347,6 +337,12 @@ class Cluster:
         self._conns[node_id] = conn
         future.set_result(conn)
         return conn
+
+    def ready_connection(self, node_id: int) -> Connection | None:
+        """The live connection to `node_id`, if there is one: lets a caller
+        write a request at once instead of in a task that runs later."""
+        conn = self._conns.get(node_id)
+        return conn if conn is not None and conn.connected else None
 
     async def coordinator_connection(self, node_id: int, host: str, port: int) -> Connection:
         """A dedicated connection to a group coordinator, so group requests

@@ -9,8 +9,10 @@ fetched only from the end of its buffered answer when the broker reported
 more data behind it (a prefetch, up to PREFETCH answers buffered), and then
 the fetch does not long-poll so no partition's next fetch is stuck behind it)
 and a metadata refresh when a leader is unknown or moved.
-The driver answers with `on_response` / `on_failure`; `take_records()` hands
-out up to `max.poll.records` and advances positions. Errors the app must see
+The driver answers with `on_response` / `on_failure` (or, for a Fetch,
+`accept`: buffered raw, so the driver can send the next fetch at once and
+leave the decoding to `take_records()`, which hands out up to
+`max.poll.records` and advances positions). Errors the app must see
 (offset out of range with no reset policy, unexpected partition errors,
 corrupt batches) collect in `errors`; the driver raises them from `poll`.
 """
@@ -22,19 +24,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from muster.client.core.decode import decode_records, scan_batches
 from muster.client.core.membership import Request
 from muster.client.errors import KafkaError, OffsetError, ProtocolError, error_for
 from muster.client.types import ConsumerRecord, TopicPartition
-from muster.log.port import CorruptRecordError
-from muster.records.batch import (
-    COMPRESSION_MASK,
-    CONTROL_MASK,
-    HEADER_SIZE,
-    TIMESTAMP_TYPE_MASK,
-    batch_payload,
-    iter_batches,
-    zigzag_decode,
-)
 
 FETCH = 1
 LIST_OFFSETS = 2
@@ -55,12 +48,16 @@ class PartitionState:
     high_watermark: int = -1
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class Completed:
+    """One partition's part of a Fetch answer: its raw record batches until
+    they are decoded into records."""
+
     tp: TopicPartition
     fetch_offset: int
-    records: list[ConsumerRecord]
+    data: bytes
     next_offset: int
+    records: list[ConsumerRecord] | None = None
     index: int = 0
 
 
@@ -265,7 +262,38 @@ class FetchManager:
     # ------------------------------------------------------------ answers
 
     def on_response(self, request: Request, response: Any, now_ms: int) -> None:
+        """An answer to one of our requests; a Fetch answer is decoded at once."""
+        self.accept(request, response, now_ms)
+        if request.kind == "fetch":
+            self.decode()
+
+    def accept(self, request: Request, response: Any, now_ms: int) -> None:
+        """`on_response` without decoding: a Fetch answer is buffered raw, only
+        its batch headers read (enough to know where the next fetch starts),
+        so a driver can send the next fetches (`poll`) before any record is
+        built, and the broker prepares them meanwhile."""
         getattr(self, f"_on_{request.kind}")(request, response, now_ms)
+
+    def decode(self) -> None:
+        """Turns every raw buffered answer into records now (`take_records`
+        decodes the ones it reaches by itself)."""
+        corrupt: set[TopicPartition] = set()
+        for c in list(self.buffer):
+            if c.records is None and c.tp not in corrupt and not self._decode(c):
+                corrupt.add(c.tp)
+
+    def _decode(self, c: Completed) -> bool:
+        """Decodes one buffered answer. A corrupt one goes to `errors` and is
+        dropped with what is buffered behind it, so its partition stays at
+        that offset (the next fetch asks for it again)."""
+        try:
+            c.records = decode_records(c.tp, c.data, c.fetch_offset)[0]
+        except ProtocolError as exc:
+            self.errors.append(exc)
+            self._drop_buffered({c.tp})
+            return False
+        c.data = b""  # the records hold copies: let the answer go
+        return True
 
     def on_failure(self, request: Request, error: KafkaError, now_ms: int) -> None:
         backoff = now_ms + self.retry_backoff_ms
@@ -364,15 +392,16 @@ class FetchManager:
                     self.errors.append(error_for(code, f"Fetch {tp.topic}-{tp.partition}"))
                     continue
                 part.high_watermark = int(p.high_watermark)
-                if not p.records:
+                data = p.records
+                if not data:
                     continue
                 try:
-                    records, next_offset = decode_records(tp, p.records, fetch_offset)
+                    next_offset = scan_batches(data, fetch_offset)
                 except ProtocolError as exc:
                     self.errors.append(exc)
                     continue
-                if records or next_offset > fetch_offset:
-                    self.buffer.append(Completed(tp, fetch_offset, records, next_offset))
+                if next_offset > fetch_offset:
+                    self.buffer.append(Completed(tp, fetch_offset, data, next_offset))
 
     def _next_fetch_offset(self, tp: TopicPartition, part: PartitionState) -> int | None:
         """Where the next answer for `tp` must start: after its last buffered
@@ -393,10 +422,14 @@ class FetchManager:
             if part is None or part.paused or part.position != completed.fetch_offset:
                 self.buffer.popleft()  # stale: seeked, paused or revoked since
                 continue
-            take = completed.records[completed.index : completed.index + limit - len(out)]
+            if completed.records is None and not self._decode(completed):
+                continue
+            records = completed.records
+            assert records is not None
+            take = records[completed.index : completed.index + limit - len(out)]
             out.extend(take)
             completed.index += len(take)
-            if completed.index >= len(completed.records):
+            if completed.index >= len(records):
                 self.buffer.popleft()
                 end = completed.next_offset
                 if take:
@@ -406,151 +439,3 @@ class FetchManager:
                 part.position = take[-1].offset + 1
                 completed.fetch_offset = part.position
         return out
-
-
-_new_record = tuple.__new__  # ConsumerRecord(*fields) goes through a Python __new__
-
-
-def decode_records(
-    tp: TopicPartition, data: bytes, fetch_offset: int
-) -> tuple[list[ConsumerRecord], int]:
-    """Records at or after `fetch_offset` from a fetch's record batches, and
-    the offset after the last whole batch (control batches and records
-    before `fetch_offset` are skipped). The consumer's hot path: one pass per
-    batch, varints read inline (one- and two-byte fast paths), records built
-    with tuple.__new__, no intermediate objects."""
-    out: list[ConsumerRecord] = []
-    append = out.append
-    next_offset = fetch_offset
-    topic, partition = tp
-    new = _new_record
-    cls = ConsumerRecord
-    no_headers: tuple[tuple[str, bytes | None], ...] = ()
-    try:
-        for header in iter_batches(data):
-            end = header.base_offset + header.last_offset_delta + 1
-            if end <= fetch_offset:
-                continue
-            if end > next_offset:
-                next_offset = end
-            attrs = header.attributes
-            if attrs & CONTROL_MASK:
-                continue
-            log_append = 1 if attrs & TIMESTAMP_TYPE_MASK else 0
-            if attrs & COMPRESSION_MASK == 0 and type(data) is bytes:
-                payload = data  # read in place: no copy of the batch
-                pos = header.position + HEADER_SIZE
-                payload_end = header.end
-            else:
-                payload = batch_payload(data, header)
-                pos = 0
-                payload_end = len(payload)
-            base = header.base_offset
-            base_ts = header.base_timestamp
-            max_ts = header.max_timestamp
-            for _ in range(header.record_count):
-                b = payload[pos]
-                if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    b2 = payload[pos + 1]
-                    if b2 < 0x80:
-                        raw = (b & 0x7F) | (b2 << 7)
-                        length = (raw >> 1) ^ -(raw & 1)
-                        pos += 2
-                    else:
-                        length, pos = zigzag_decode(payload, pos)
-                record_end = pos + length
-                pos += 1  # record attributes
-                b = payload[pos]
-                if b < 0x80:
-                    ts_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    b2 = payload[pos + 1]
-                    if b2 < 0x80:
-                        raw = (b & 0x7F) | (b2 << 7)
-                        ts_delta = (raw >> 1) ^ -(raw & 1)
-                        pos += 2
-                    else:
-                        ts_delta, pos = zigzag_decode(payload, pos)
-                b = payload[pos]
-                if b < 0x80:
-                    off_delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    b2 = payload[pos + 1]
-                    if b2 < 0x80:
-                        raw = (b & 0x7F) | (b2 << 7)
-                        off_delta = (raw >> 1) ^ -(raw & 1)
-                        pos += 2
-                    else:
-                        off_delta, pos = zigzag_decode(payload, pos)
-                b = payload[pos]
-                if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    n, pos = zigzag_decode(payload, pos)
-                if n < 0:
-                    key = None
-                else:
-                    key = payload[pos : pos + n]
-                    pos += n
-                b = payload[pos]
-                if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    b2 = payload[pos + 1]
-                    if b2 < 0x80:
-                        raw = (b & 0x7F) | (b2 << 7)
-                        n = (raw >> 1) ^ -(raw & 1)
-                        pos += 2
-                    else:
-                        n, pos = zigzag_decode(payload, pos)
-                if n < 0:
-                    value = None
-                else:
-                    value = payload[pos : pos + n]
-                    pos += n
-                if payload[pos] == 0:  # no headers: the common case
-                    pos += 1
-                    headers = no_headers
-                else:
-                    count, pos = zigzag_decode(payload, pos)
-                    items = []
-                    for _h in range(count):
-                        n, pos = zigzag_decode(payload, pos)
-                        hkey = payload[pos : pos + n].decode("utf-8")
-                        pos += n
-                        n, pos = zigzag_decode(payload, pos)
-                        hval = None if n < 0 else payload[pos : pos + n]
-                        pos += max(n, 0)
-                        items.append((hkey, hval))
-                    headers = tuple(items)
-                if pos != record_end:
-                    raise ValueError("record length does not match its fields")
-                offset = base + off_delta
-                if offset >= fetch_offset:
-                    append(
-                        new(
-                            cls,
-                            (
-                                topic,
-                                partition,
-                                offset,
-                                key,
-                                value,
-                                headers,
-                                max_ts if log_append else base_ts + ts_delta,
-                                log_append,
-                            ),
-                        )
-                    )
-            if pos > payload_end:
-                raise ValueError("records overrun their batch")
-    except (IndexError, ValueError, CorruptRecordError) as exc:
-        raise ProtocolError(f"corrupt record batch in {topic}-{partition}: {exc}") from exc
-    return out, next_offset
