@@ -129,23 +129,3 @@ def test_unknown_key_version_is_skipped_and_garbage_refused() -> None:
         decode_offset_commit_value(bytes.fromhex("0009") + bytes(30))
     with pytest.raises(RecordFormatError):
         decode_key(bytes.fromhex("0002000367727000"))
-
-
-def test_key_reader_reuses_names_per_group_and_topic_and_agrees_with_decode_key() -> None:
-    from muster.records.offsets_topic import offset_commit_key_reader
-
-    read = offset_commit_key_reader()
-    keys = [OffsetCommitKey(g, t, p) for g in ("g1", "g2") for t in ("a", "bb") for p in range(3)]
-    fields = [read(encode_key(k)) for k in keys]
-    assert fields == [(k.group, k.topic, k.partition) for k in keys]
-    # partitions of one (group, topic) share the decoded strings
-    assert fields[0] is not None and fields[1] is not None
-    assert fields[0][0] is fields[1][0] and fields[0][1] is fields[1][1]
-    # other key types and odd shapes are left to decode_key
-    assert read(encode_key(GroupMetadataKey("g1"))) is None
-    assert read(bytes.fromhex("00050001")) is None
-    assert read(encode_key(OffsetCommitKey("g1", "a", 0)) + b"\x00") is None
-    # a known prefix reads the partition from the key itself
-    prefix = encode_key(OffsetCommitKey("g1", "a", 0))[:-4]
-    assert read(prefix + b"\x00\x00\x00\x07") == ("g1", "a", 7)
-    assert decode_key(prefix + b"\x00\x00\x00\x07") == OffsetCommitKey("g1", "a", 7)

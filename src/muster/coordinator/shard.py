@@ -15,6 +15,7 @@ to do. Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,9 +43,13 @@ from muster.records.offsets_topic import (
     OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
-    offset_commit_key_reader,
+    offset_commit_key_fields,
     offset_commit_value_fields,
 )
+
+# OffsetCommitValue v3 with empty metadata: version, offset, leader epoch, metadata
+# length (0), commit timestamp
+_V3_EMPTY_METADATA = struct.Struct(">hqihq")
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (rq.OffsetCommit, rq.OffsetFetch, rq.DescribeGroups, rq.DeleteGroups)
@@ -131,28 +136,60 @@ class CoordinatorShard:
         records: what compaction would leave, so the same state as replaying
         every record. Offset commits, nearly all of a large log, take a path
         with no key or value objects; every key arrives once, so a decode
-        cache would only cost here."""
+        cache would only cost here.
+
+        Consecutive commits of one (group, topic) share every key byte but
+        the partition (the last four), so the group's offsets and the topic
+        found for one such prefix serve the next keys; the prefix is only
+        remembered once it parsed as an OffsetCommitKey, whose partition is
+        exactly its last four bytes. Any other record may replace or drop the
+        group, so it forgets the remembered one."""
         groups = self.store.groups
         get_or_create = self.store.get_or_create
-        key_fields = offset_commit_key_reader()
+        key_fields = offset_commit_key_fields
         value_fields = offset_commit_value_fields
+        unpack_v3 = _V3_EMPTY_METADATA.unpack_from
         offsets = self.offsets
+        top = offsets.next_seq - 1
+        names: dict[bytes, tuple[str, str]] = {}
+        last_prefix: bytes | None = None
+        group_id = topic = ""
+        committed: dict[tuple[str, int], CommittedOffset] | None = None
         for key, (offset, value) in latest.items():
-            if offset >= offsets.next_seq:
-                offsets.next_seq = offset + 1
-            fields = key_fields(key)
-            if fields is None:
-                self._replay_other(key, value, offset)
-                continue
-            group_id, topic, partition = fields
-            group = groups.get(group_id)
+            if offset > top:
+                top = offset
+            prefix = key[:-4]
+            if prefix != last_prefix:
+                known = names.get(prefix)
+                if known is None:
+                    fields = key_fields(key)
+                    if fields is None:
+                        offsets.next_seq = top + 1
+                        self._replay_other(key, value, offset)
+                        top = offsets.next_seq - 1
+                        last_prefix = None
+                        continue
+                    known = names[prefix] = (fields[0], fields[1])
+                group_id, topic = known
+                group = groups.get(group_id)
+                committed = None if group is None else group.offsets
+                last_prefix = prefix
+            partition = int.from_bytes(key[-4:], "big", signed=True)
             if value is None:
-                if group is not None:
-                    group.offsets.pop((topic, partition), None)
+                if committed is not None:
+                    committed.pop((topic, partition), None)
                 continue
-            if group is None:
-                group = get_or_create(group_id)
-            group.offsets[(topic, partition)] = CommittedOffset(*value_fields(value), offset)
+            if committed is None:
+                committed = get_or_create(group_id).offsets
+            if len(value) == 24:
+                version, at, epoch, mlen, stamp = unpack_v3(value)
+                if version == 3 and mlen == 0:  # what muster writes when there is no metadata
+                    committed[(topic, partition)] = CommittedOffset(
+                        at, epoch, "", stamp, -1, offset
+                    )
+                    continue
+            committed[(topic, partition)] = CommittedOffset(*value_fields(value), offset)
+        offsets.next_seq = top + 1
 
     def _replay_other(self, key: bytes, value: bytes | None, offset: int) -> None:
         """A key in a shape the fast path leaves alone: group metadata, unusual

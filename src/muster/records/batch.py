@@ -325,59 +325,6 @@ def iter_records(buf: bytes | bytearray | memoryview) -> Iterator[Record]:
         yield from decode_records(header, batch_payload(buf, header))
 
 
-def iter_key_values(
-    buf: bytes | bytearray | memoryview,
-) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """(offset, key, value) of every record, skipping headers and timestamps.
-
-    The coordinator's load path replays millions of records; this avoids a
-    Record object and the header list per record (varints are read inline,
-    with a fast path for the one-byte case that covers nearly all of them).
-    """
-    for header in iter_batches(buf):
-        payload = batch_payload(buf, header)
-        base = header.base_offset
-        pos = 0
-        end_all = len(payload)
-        try:
-            for _ in range(header.record_count):
-                b = payload[pos]
-                if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    length, pos = zigzag_decode(payload, pos)
-                end = pos + length
-                if length < 0 or end > end_all:
-                    raise CorruptRecordError("record length overruns the batch")
-                pos += 1  # attributes
-                _ts, pos = zigzag_decode(payload, pos)
-                b = payload[pos]
-                if b < 0x80:
-                    delta = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    delta, pos = zigzag_decode(payload, pos)
-                b = payload[pos]
-                if b < 0x80:  # one-byte length: nearly every key
-                    klen = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                    if klen < 0:
-                        key = None
-                    else:
-                        if pos + klen > end:
-                            raise CorruptRecordError("record key overruns the record")
-                        key = payload[pos : pos + klen]
-                        pos += klen
-                else:
-                    key, pos = _read_bytes(payload, pos)
-                value, _pos = _read_bytes(payload, pos)
-                pos = end
-                yield base + delta, key, value
-        except IndexError as exc:
-            raise CorruptRecordError("truncated record") from exc
-
-
 # ---------------------------------------------------------------- builder
 
 

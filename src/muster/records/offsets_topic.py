@@ -405,30 +405,6 @@ def offset_commit_key_fields(data: bytes) -> tuple[str, str, int] | None:
         return None
 
 
-def offset_commit_key_reader() -> Callable[[bytes], tuple[str, str, int] | None]:
-    """offset_commit_key_fields for a stream of keys, such as a loading log.
-
-    A log holds one key per committed partition and the partitions of one
-    (group, topic) share every byte of the key but the last four, so the
-    group and topic decoded for one such prefix serve all of them (and the
-    loaded offsets share those strings). Cached prefixes are only ones that
-    parsed as an OffsetCommitKey, whose partition is exactly its last four
-    bytes, so the answer is the same as offset_commit_key_fields'.
-    """
-    known: dict[bytes, tuple[str, str]] = {}
-
-    def read(data: bytes) -> tuple[str, str, int] | None:
-        names = known.get(data[:-4])
-        if names is not None:
-            return names[0], names[1], _unpack_int32(data, len(data) - 4)[0]
-        fields = offset_commit_key_fields(data)
-        if fields is not None:
-            known[data[:-4]] = (fields[0], fields[1])
-        return fields
-
-    return read
-
-
 # key version -> key schema (versions 3+ belong to newer coordinators' records)
 _KEY_SCHEMAS = {0: "OffsetCommitKey", 1: "OffsetCommitKey", 2: "GroupMetadataKey"}
 

@@ -19,7 +19,8 @@ from muster.coordinator.runtime.partitioning import partition_for
 from muster.coordinator.runtime.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.port import LogError, PartitionLog
-from muster.records.batch import build_batch, iter_batches, iter_key_values
+from muster.records.batch import build_batch
+from muster.records.latest import Latest, collect_latest
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -82,19 +83,14 @@ class ShardRuntime:
         started = time.perf_counter()
         offset = self.plog.log_start_offset
         end = self.plog.log_end_offset
-        latest: dict[bytes, tuple[int, bytes | None]] = {}
-        forget = latest.pop
+        latest: Latest = {}
         while offset < end:
             chunk = self.plog.read(offset, LOAD_CHUNK)
-            if not chunk:
-                break
-            for record_offset, key, value in iter_key_values(chunk):
-                if record_offset < offset or key is None:
-                    continue
-                forget(key, None)  # re-inserted last: dict order = order of last writes
-                latest[key] = (record_offset, value)
             # batches whose records were all compacted away still move us on
-            offset = max(offset, _last_offset(chunk) + 1)
+            after = collect_latest(chunk, offset, latest)
+            if after <= offset:
+                break  # nothing whole to read (a read returns at least one batch)
+            offset = after
         self.shard.replay_latest(latest)
         self.load_seconds = time.perf_counter() - started
         return len(latest)
@@ -240,13 +236,6 @@ class ShardRuntime:
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
         self._queue.put_nowait(_Work("timer", key))
-
-
-def _last_offset(chunk: bytes) -> int:
-    last = -1
-    for header in iter_batches(chunk):
-        last = header.last_offset
-    return last
 
 
 class GroupCoordinator:
