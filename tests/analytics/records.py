@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from muster.analytics.schema import EVENTS_TOPIC, KAFKA_SCHEMA
+from muster.analytics.schema import KAFKA_SCHEMA
+from muster.coordinator.events import EVENTS_TOPIC
 
 
 def ts(ms: int) -> datetime:

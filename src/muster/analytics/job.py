@@ -17,8 +17,9 @@ from muster.analytics import load, offsets, rebalances, report
 from muster.analytics.events import parse_events
 from muster.analytics.model import GroupReport, GroupSummary
 from muster.analytics.progress import StageProgress
-from muster.analytics.schema import EVENTS_TOPIC, KAFKA_SCHEMA, OFFSETS_TOPIC
+from muster.analytics.schema import KAFKA_SCHEMA, OFFSETS_TOPIC
 from muster.cli import explain as explain_words
+from muster.coordinator.events import EVENTS_TOPIC
 
 STAGES = (
     f"Reading {EVENTS_TOPIC}",

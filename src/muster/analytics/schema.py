@@ -9,7 +9,6 @@ from muster.spark.schema import source_schema
 
 KAFKA_SCHEMA = source_schema(include_headers=False)
 
-EVENTS_TOPIC = "__muster_group_events"
 OFFSETS_TOPIC = "__consumer_offsets"
 
 

@@ -59,6 +59,22 @@ def broker_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+@contextmanager
+def events_topic_errors() -> Iterator[None]:
+    """Names the likely cause when the broker has no rebalance-events topic."""
+    from muster.coordinator.events import EVENTS_TOPIC
+
+    try:
+        yield
+    except KafkaCliError as exc:
+        if exc.name.startswith("UNKNOWN_TOPIC"):
+            fail(
+                f"the broker has no {EVENTS_TOPIC} topic: it does not record rebalance "
+                "events (is it muster?)"
+            )
+        raise
+
+
 def parse_pairs(items: Iterable[str], option: str) -> list[tuple[str, str]]:
     """Parses repeated `key=value` options, keeping order and duplicates."""
     pairs = []

@@ -17,10 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from muster.cli import kafka
-from muster.cli._common import broker_errors, err, fail, out
+from muster.cli._common import broker_errors, err, events_topic_errors, fail, out
 from muster.cli.kafka import DEFAULT_BOOTSTRAP
-
-EVENTS_TOPIC = "__muster_group_events"
+from muster.coordinator.events import EVENTS_TOPIC
 
 
 class Reader(StrEnum):
@@ -71,17 +70,9 @@ def analyze(
     from muster.analytics.session import start_session
 
     console = err()
-    with broker_errors():
-        # a wrong address fails here in seconds, not after Spark has started
-        try:
-            kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
-        except kafka.KafkaCliError as exc:
-            if exc.name.startswith("UNKNOWN_TOPIC"):
-                fail(
-                    f"the broker has no {EVENTS_TOPIC} topic: it does not record rebalance "
-                    "events (is it muster?)"
-                )
-            raise
+    # a wrong address fails here in seconds, not after Spark has started
+    with broker_errors(), events_topic_errors():
+        kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
     with console.status("Starting Spark…"):
         spark, started = start_session(master)
     try:

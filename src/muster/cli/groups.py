@@ -25,11 +25,12 @@ from muster.cli._common import (
     RequestTimeoutOption,
     broker_errors,
     err,
+    events_topic_errors,
     fail,
     out,
 )
+from muster.coordinator.events import EVENTS_TOPIC
 
-EVENTS_TOPIC = "__muster_group_events"
 INACTIVE_STATES = ("Empty", "Dead")
 
 app = typer.Typer(
@@ -529,16 +530,8 @@ def explain(
 ) -> None:
     """Tell a group's recent rebalances in plain words: when, why, how long,
     what the join waited for (from the broker's __muster_group_events topic)."""
-    with broker_errors():
-        try:
-            records = kafka.read_partition(bootstrap, EVENTS_TOPIC, 0, request_timeout)
-        except kafka.KafkaCliError as exc:
-            if exc.name.startswith("UNKNOWN_TOPIC"):
-                fail(
-                    f"the broker has no {EVENTS_TOPIC} topic: it does not record rebalance "
-                    "events (is it muster?)"
-                )
-            raise
+    with broker_errors(), events_topic_errors():
+        records = kafka.read_partition(bootstrap, EVENTS_TOPIC, 0, request_timeout)
     wanted = group.encode()
     values = [r.value for r in records if r.key is None or r.key == wanted]
     events = explain_words.parse_events(values, group_id=group)

@@ -36,6 +36,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+# The internal topic the broker's runtime writes these events to (one partition,
+# keyed by group id).
+EVENTS_TOPIC = "__muster_group_events"
+
 # Causes of a transition to PreparingRebalance / of a member's removal
 MEMBER_JOINED = "member_joined"
 MEMBER_LEFT = "member_left"

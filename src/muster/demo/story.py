@@ -7,9 +7,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from muster.coordinator.events import EVENTS_TOPIC
 from muster.demo.settings import GROUP
-
-EVENTS_TOPIC = "__muster_group_events"
 
 
 def rebalance_story(bootstrap: str) -> list[str]:

@@ -27,7 +27,6 @@ from muster.server.durability import Durability
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-EVENTS_TOPIC = "__muster_group_events"
 LOAD_CHUNK = 8 << 20
 STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
 SHARD_CACHE_SIZE = 10_000

@@ -7,11 +7,11 @@ import gc
 import logging
 from typing import Any
 
+from muster.coordinator.events import EVENTS_TOPIC
 from muster.coordinator.shard import CoordinatorShard
 from muster.records.batch import build_batch
 from muster.server.clock import now_ms
 from muster.server.coordinator.runtime import (
-    EVENTS_TOPIC,
     OFFSETS_TOPIC,
     GroupCoordinator,
     ShardRuntime,

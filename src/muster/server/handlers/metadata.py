@@ -8,12 +8,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.coordinator.events import EVENTS_TOPIC
 from muster.server.handlers.common import resolve_topic
 from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__muster_group_events"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", EVENTS_TOPIC})
 NOT_REQUESTED = -2147483648  # Kafka's "authorized operations not requested"
 
 

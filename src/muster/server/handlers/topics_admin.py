@@ -8,11 +8,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.coordinator.events import EVENTS_TOPIC
 from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
 from muster.log.manager import valid_topic_name
 from muster.server.state import RequestContext
 
-PROTECTED = frozenset({"__consumer_offsets", "__muster_group_events"})
+PROTECTED = frozenset({"__consumer_offsets", EVENTS_TOPIC})
 # Kafka topic configs accepted and kept, though one broker gives them no effect.
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {
