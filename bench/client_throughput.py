@@ -217,10 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="repetitions per client (default 3)")
     ap.add_argument("--quick", action="store_true", help="10x smaller message counts (smoke test)")
     ap.add_argument("--json", metavar="FILE", help="write raw timings and medians as JSON")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="multiply the message counts (steadier figures)"
+    )
     args = ap.parse_args(argv)
 
     common.install_signal_handlers()
-    counts = QUICK_COUNTS if args.quick else FULL_COUNTS
+    base_counts = QUICK_COUNTS if args.quick else FULL_COUNTS
+    counts = {size: int(n * args.scale) for size, n in base_counts.items()}
     cases = [(k, s) for s in SIZES for k in KINDS]
     results: dict[str, dict[str, list[float]]] = {
         c: {key(k, s): [] for k, s in cases} for c in CLIENTS
