@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from muster.coordinator import errors as E
-from muster.coordinator.context import heartbeat_key
+from muster.coordinator.context import heartbeat_key, join_key, pending_key
 from muster.coordinator.responses import (
     HeartbeatResponse,
     JoinGroupResponse,
@@ -139,5 +139,14 @@ def test_stale_or_early_timer_calls_are_harmless(h) -> None:
     early = h.shard.on_timer(key, deadline - 1)
     assert early.records == [] and early.replies == []
     assert [(t.key, t.deadline_ms) for t in early.timers] == [(key, deadline)]
-    assert h.shard.on_timer("heartbeat-g-nobody", h.now).empty
+    assert h.shard.on_timer(heartbeat_key("g", "nobody"), h.now).empty
     assert b in h.shard.group("g").members
+
+
+def test_timer_keys_of_different_groups_and_members_never_collide() -> None:
+    # ids may contain '-': a shared key would let one member's heartbeat timer
+    # replace (or cancel) another's in another group
+    assert heartbeat_key("a-b", "c") != heartbeat_key("a", "b-c")
+    assert pending_key("a-b", "c") != pending_key("a", "b-c")
+    assert join_key("a-b") != join_key("a")
+    assert len({heartbeat_key("a-b", "c"), heartbeat_key("a", "b-c")}) == 2

@@ -92,7 +92,9 @@ class TimerKey(str):
     member_id: str
 
     def __new__(cls, kind: str, group_id: str = "", member_id: str = "") -> TimerKey:
-        text = kind if not group_id else f"{kind}-{group_id}"
+        # The group id's length is part of the text: ids may contain any character,
+        # and group "a-b" member "c" must not share a timer with group "a" member "b-c".
+        text = kind if not group_id else f"{kind}-{len(group_id)}:{group_id}"
         if member_id:
             text += f"-{member_id}"
         key = super().__new__(cls, text)
