@@ -198,13 +198,7 @@ class AIOConsumer:
             return
         try:
             for event in await self._close_prepare(autocommit):
-                self._apply_before(event)
-                fn, args = self._callback_for(event)
-                if fn is not None:
-                    result = fn(*args)
-                    if inspect.isawaitable(result):
-                        await result
-                self._apply_after(event)
+                await self._deliver_listener_event(event)
         finally:
             await self._close_finish()
 
@@ -575,15 +569,18 @@ class AIOConsumer:
     async def _run_listener_events(self, m: GroupMembership) -> None:
         self._group_step(m, join=False)
         while self._listener_events:
-            event = self._listener_events.popleft()
-            self._apply_before(event)
-            fn, args = self._callback_for(event)
-            if fn is not None:
-                result = fn(*args)
-                if inspect.isawaitable(result):
-                    await result
-            self._apply_after(event)
+            await self._deliver_listener_event(self._listener_events.popleft())
         self._release_held()
+
+    async def _deliver_listener_event(self, event: Event) -> None:
+        """State change before the user's callback (revoke/assign/lost), the rest after."""
+        self._apply_before(event)
+        fn, args = self._callback_for(event)
+        if fn is not None:
+            result = fn(*args)
+            if inspect.isawaitable(result):
+                await result
+        self._apply_after(event)
 
     # ------------------------------------------------------------ poll
 
