@@ -11,22 +11,12 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from muster.demo.settings import MEMBER_SESSION_TIMEOUT_MS
+from muster.demo.settings import member_config
 
 
 def main() -> None:
     bootstrap, group, topic, name = sys.argv[1:5]
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "client.id": name,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": True,
-            "auto.commit.interval.ms": 500,
-            "session.timeout.ms": MEMBER_SESSION_TIMEOUT_MS,
-        }
-    )
+    consumer = Consumer(member_config(bootstrap, group, name))
 
     def on_assign(_c: Any, parts: list[TopicPartition]) -> None:
         print("assigned " + ",".join(str(p.partition) for p in parts), flush=True)

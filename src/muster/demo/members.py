@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from muster.demo.settings import GROUP, MEMBER_SESSION_TIMEOUT_MS, TOPIC
+from muster.demo.settings import GROUP, TOPIC, member_config
 
 
 @dataclass
@@ -32,17 +32,7 @@ class Member:
         return self
 
     def _run(self) -> None:
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": GROUP,
-                "client.id": self.name,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": True,
-                "auto.commit.interval.ms": 500,
-                "session.timeout.ms": MEMBER_SESSION_TIMEOUT_MS,
-            }
-        )
+        consumer = Consumer(member_config(self.bootstrap, GROUP, self.name))
 
         def on_assign(_c: Any, parts: list[TopicPartition]) -> None:
             self.assignments.append(sorted(p.partition for p in parts))

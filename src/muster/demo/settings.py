@@ -8,3 +8,16 @@ EVENTS = 6000
 TRICKLE_PER_SECOND = 200
 # Short, so that the SIGKILLed member's partitions move within the demo's patience.
 MEMBER_SESSION_TIMEOUT_MS = 6000
+
+
+def member_config(bootstrap: str, group: str, name: str) -> dict[str, object]:
+    """confluent-kafka settings of every demo group member, thread or process."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": name,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 500,
+        "session.timeout.ms": MEMBER_SESSION_TIMEOUT_MS,
+    }
