@@ -89,6 +89,8 @@ class Result:
     failure: str = ""  # first '### Test ... failed at' line and the line after it
     note: str = ""
     log: str = ""
+    broker_failed: bool = False  # the broker did not start or died during the test
+    earlier_failures: list[str] = field(default_factory=list)  # one per failed attempt
 
 
 def default_build_dir() -> Path:
@@ -163,11 +165,12 @@ def run_one(
     out: Path,
     scenario: str | None,
     subtests: str | None = None,
+    attempt: int = 1,
 ) -> Result:
     res = Result(test=test)
     port = common.free_port()
     data_dir = Path(tempfile.mkdtemp(prefix=f"muster-conf-{test}-"))
-    suffix = f"-{scenario}" if scenario else ""
+    suffix = (f"-{scenario}" if scenario else "") + (f".attempt{attempt}" if attempt > 1 else "")
     log_path = out / f"{test}{suffix}.log"
     res.log = str(log_path)
     extra = {"auto.create.topics.enable": "false"} if scenario == "noautocreate" else {}
@@ -184,7 +187,7 @@ def run_one(
     try:
         broker.start(timeout=args.broker_start_timeout, unset=unset)
     except Exception as e:  # broker did not come up: the test fails, the run goes on
-        res.status, res.note = "failed", "broker did not start"
+        res.status, res.note, res.broker_failed = "failed", "broker did not start", True
         res.failure = str(e).splitlines()[0]
         return res
 
@@ -241,6 +244,7 @@ def run_one(
     parse_output(log_path.read_text(errors="replace"), res)
     if not broker_alive:
         res.note = f"broker exited (rc {broker_rc}) during the test"
+        res.broker_failed = True
     classify(res, timed_out)
     if not broker_alive and res.status == "passed":
         res.status = "failed"
@@ -262,6 +266,14 @@ def print_table(results: list[Result]) -> None:
         detail = r.failure or r.note
         if r.failure and r.note:
             detail = f"{r.note}: {r.failure}"
+        if r.earlier_failures:
+            tries = "; ".join(r.earlier_failures)
+            detail = f"{detail}; " if detail else ""
+            attempts = len(r.earlier_failures) + 1
+            if r.status == "passed":
+                detail += f"passed on attempt {attempts} after: {tries}"
+            else:
+                detail += f"failed all {attempts} attempts; the earlier ones: {tries}"
         t.add_row(
             escape(names or r.test),
             f"[{colour[r.status]}]{r.status}[/]",
@@ -287,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
         "sub-tests whose name contains SUBSTR (overrides the lists)",
     )
     ap.add_argument("--timeout", type=float, default=600, help="seconds per test (600)")
+    ap.add_argument(
+        "--retries",
+        type=int,
+        default=0,
+        help="re-run a failed test up to N more times, each on a fresh broker (0); a test "
+        "whose broker died is never re-run, and every retry is listed in the table",
+    )
     ap.add_argument(
         "--build-dir",
         type=Path,
@@ -355,6 +374,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             common.console.print(escape(f"[{i}/{len(plan)}] {label} ..."), end=" ")
             r = run_one(args, test, tests_dir, out, scenario, sub or args.subtests)
+            earlier: list[str] = []
+            # Only a test whose broker stayed up is re-run: a broker that died is a bug in
+            # muster, never a timing race in the test.
+            while r.status == "failed" and not r.broker_failed and len(earlier) < args.retries:
+                earlier.append(r.failure or r.note or f"rc {r.rc}")
+                common.console.print(f"[red]failed[/] ({r.seconds:.0f}s), again ...", end=" ")
+                r = run_one(
+                    args, test, tests_dir, out, scenario, sub or args.subtests, len(earlier) + 1
+                )
+            r.earlier_failures = earlier
             results.append(r)
             col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
             common.console.print(
@@ -376,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     skipped = sum(r.status == "skipped" for r in results)
     if skipped:
         print(f"{skipped} skipped (no sub-test ran against the broker)")
+    retried = [r.test for r in results if r.status == "passed" and r.earlier_failures]
+    if retried:
+        print(f"passed only on a retry: {', '.join(retried)}")
     print(f"{passed} passed, {failed} failed")
     if interrupted:
         return 130
