@@ -85,6 +85,35 @@ def test_starting_and_ending_offsets(spark: Any, broker: Any, topic: str) -> Non
         _read(spark, broker.bootstrap, topic, **partial)
 
 
+def test_max_records_per_partition_cuts_input_partitions(
+    spark: Any, broker: Any, topic: str
+) -> None:
+    create_topic(broker.bootstrap, topic, 2)
+    produce_to(broker, topic, records(25, 2))  # 13 records in partition 0, 12 in 1
+
+    def load(**options: str) -> Any:
+        reader = (
+            spark.read.format("muster")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", topic)
+        )
+        return reader.options(**options).load()
+
+    whole, cut = load(), load(maxRecordsPerPartition="5")
+    assert whole.rdd.getNumPartitions() == 2
+    assert cut.rdd.getNumPartitions() == 3 + 3  # ceil(13 / 5) + ceil(12 / 5)
+    assert load(maxRecordsPerPartition="5", minPartitions="8").rdd.getNumPartitions() == 8
+    # the same rows, each topic-partition's still in offset order
+    got = [(r.partition, r.offset, r.key, r.value) for r in cut.collect()]
+    expected = [(r.partition, r.offset, r.key, r.value) for r in whole.collect()]
+    assert sorted(got) == sorted(expected) and len(got) == 25
+    for p in (0, 1):
+        offsets = [o for part, o, _k, _v in got if part == p]
+        assert offsets == sorted(offsets) == list(range(len(offsets)))
+    with pytest.raises(Exception, match="option 'maxRecordsPerPartition'"):
+        load(maxRecordsPerPartition="0").collect()
+
+
 def test_batch_refuses_latest_start_and_earliest_end(spark: Any, shared_muster: Any) -> None:
     base = {"kafka.bootstrap.servers": shared_muster.bootstrap, "subscribe": "whatever"}
     with pytest.raises(Exception, match="starting offset can't be latest"):

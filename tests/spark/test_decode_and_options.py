@@ -1,18 +1,24 @@
 """No-broker checks: record batches into Arrow (codecs, control batches, range
-bounds, the schema Spark demands), option checking, rate limiting."""
+bounds, the schema Spark demands), option checking, rate limiting, cutting
+ranges into input partitions, holding back small micro-batches."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from muster.client.types import TopicPartition
 from muster.records import compression
 from muster.records.batch import Record, build_batch
+from muster.spark import source
 from muster.spark.decode import Columns, decode_into
-from muster.spark.offsets import from_json, rate_limit, to_json
+from muster.spark.offsets import from_json, rate_limit, split_ranges, to_json
 from muster.spark.options import parse_source
 from muster.spark.schema import arrow_schema
+from muster.spark.source import StreamReader
 
 T0 = 1_700_000_000_000
 
@@ -107,6 +113,55 @@ def test_options_are_checked_like_sparks_kafka_source(
         parse_source(options, streaming=streaming)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"maxRecordsPerPartition": "0"}, "'0' for option 'maxRecordsPerPartition', must be a pos"),
+        ({"maxRecordsPerPartition": "ten"}, "option 'maxRecordsPerPartition'"),
+        ({"minOffsetsPerTrigger": "-1"}, "'-1' for option 'minOffsetsPerTrigger', must be a pos"),
+        ({"minOffsetsPerTrigger": "1.5"}, "option 'minOffsetsPerTrigger'"),
+        ({"maxOffsetsPerTrigger": "x"}, "option 'maxOffsetsPerTrigger'"),
+        ({"minPartitions": "0"}, "option 'minPartitions'"),
+        (
+            {"minOffsetsPerTrigger": "20", "maxOffsetsPerTrigger": "15"},
+            r"minOffsetPerTrigger\(20\) is higher than the maxOffsetsPerTrigger\(15\)",
+        ),
+        ({"maxTriggerDelay": "soon"}, "'soon' for option 'maxTriggerDelay', must be a duration"),
+        ({"maxTriggerDelay": "-5s"}, "option 'maxTriggerDelay'"),
+        ({"maxTriggerDelay": "5 parsecs"}, "option 'maxTriggerDelay'"),
+    ],
+)
+@pytest.mark.parametrize("streaming", [True, False])
+def test_limits_must_be_positive_and_delays_durations(
+    options: dict[str, str], message: str, streaming: bool
+) -> None:
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    with pytest.raises(ValueError, match=message):
+        parse_source({**base, **options}, streaming=streaming)
+
+
+def test_limits_and_delays_parse_as_spark_reads_them() -> None:
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    default = parse_source(base, streaming=True)
+    assert default.max_trigger_delay_ms == 15 * 60 * 1000
+    assert default.min_offsets_per_trigger is None
+    assert default.max_records_per_partition is None
+    delays = {"30s": 30_000, "500ms": 500, "2": 2, "1H": 3_600_000, "1500us": 1, "2min": 120_000}
+    for text, ms in delays.items():
+        assert parse_source({**base, "maxTriggerDelay": text}, True).max_trigger_delay_ms == ms
+    opts = parse_source(
+        {
+            **base,
+            "MINOFFSETSPERTRIGGER": "5",
+            "maxOffsetsPerTrigger": "5",
+            "maxrecordsperpartition": " 7",
+        },
+        streaming=True,
+    )
+    assert (opts.min_offsets_per_trigger, opts.max_offsets_per_trigger) == (5, 5)
+    assert opts.max_records_per_partition == 7
+
+
 def test_defaults_and_case_insensitive_names() -> None:
     base = {"Kafka.Bootstrap.Servers": "h:1", "SUBSCRIBE": "a, b"}
     stream = parse_source({**base, "failondataloss": "false"}, streaming=True)
@@ -144,3 +199,110 @@ def test_patterns_leave_out_kafkas_internal_topics() -> None:
         {"kafka.bootstrap.servers": "h:1", "subscribe": "__consumer_offsets"}, streaming=True
     )
     assert explicit.matches("__consumer_offsets")
+
+
+def _spans(tp: TopicPartition, *bounds: tuple[int, int]) -> list[tuple[TopicPartition, int, int]]:
+    return [(tp, b, e) for b, e in bounds]
+
+
+def test_max_records_per_partition_cuts_ranges_evenly() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    spans = [(a, 0, 10), (b, 100, 103)]
+    # ceil(10 / 3) = 4 pieces of 2, 2, 3, 3 (the later ones take the remainder); 3 fits
+    assert split_ranges(spans, None, 3) == [
+        *_spans(a, (0, 2), (2, 4), (4, 7), (7, 10)),
+        (b, 100, 103),
+    ]
+    assert split_ranges(spans, None, 1) == [
+        *[(a, o, o + 1) for o in range(10)],
+        *[(b, o, o + 1) for o in range(100, 103)],
+    ]
+    assert split_ranges(spans, None, 1000) == spans
+    # empty ranges are no partitions at all
+    assert split_ranges([(a, 5, 5), (b, 0, 4)], None, 2) == _spans(b, (0, 2), (2, 4))
+
+
+def test_min_partitions_cuts_after_max_records() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    # 3 pieces from maxRecordsPerPartition are fewer than 6: cut again by size. b
+    # stays whole, the two halves of a share the other 5 (2.5 rounds up to 3 each).
+    cut = split_ranges([(a, 0, 90), (b, 0, 10)], 6, 50)
+    assert cut == [*[(a, o, o + 15) for o in range(0, 90, 15)], (b, 0, 10)]
+    # enough pieces already: minPartitions changes nothing
+    assert split_ranges([(a, 0, 90), (b, 0, 10)], 2, 50) == [
+        *_spans(a, (0, 45), (45, 90)),
+        (b, 0, 10),
+    ]
+    # minPartitions alone: the small range stays whole, the large one takes the rest
+    assert split_ranges([(a, 0, 100), (b, 0, 5)], 4, None) == [
+        *_spans(a, (0, 33), (33, 66), (66, 100)),
+        (b, 0, 5),
+    ]
+
+
+class _Log:
+    """Stands in for the broker behind a StreamReader: one partition whose end moves."""
+
+    tp = TopicPartition("t", 0)
+
+    def __init__(self) -> None:
+        self.end = 0
+
+    def partitions(self) -> list[TopicPartition]:
+        return [self.tp]
+
+    def latest(self, tps: Any) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, self.end)
+
+    def earliest(self, tps: Any) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, 0)
+
+
+def _reader(monkeypatch: pytest.MonkeyPatch, **options: str) -> tuple[StreamReader, _Log, Any]:
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    reader = StreamReader(parse_source({**base, **options}, streaming=True))
+    log = _Log()
+    reader.resolver = log  # type: ignore[assignment]
+    clock = [0.0]
+    monkeypatch.setattr(source, "_now", lambda: clock[0])
+    return reader, log, clock
+
+
+def _end(reader: StreamReader, start: int, limit: Any = None) -> int:
+    limit = reader.getDefaultReadLimit() if limit is None else limit
+    return reader.latestOffset({"t": {"0": start}}, limit)["t"]["0"]
+
+
+def test_min_offsets_per_trigger_holds_back_until_enough_or_the_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reader, log, clock = _reader(monkeypatch, minOffsetsPerTrigger="5", maxTriggerDelay="2s")
+    assert reader.getDefaultReadLimit() == ReadMinRows(5)
+    log.end = 3
+    assert _end(reader, 0) == 3  # the first trigger is never held back
+    clock[0], log.end = 0.5, 5
+    assert _end(reader, 3) == 3  # 2 new offsets: the same end, no batch
+    clock[0], log.end = 1.0, 8
+    assert _end(reader, 3) == 8  # 5 new: the batch runs, and the delay restarts
+    clock[0], log.end = 2.9, 9
+    assert _end(reader, 8) == 8
+    clock[0] = 3.0
+    assert _end(reader, 8) == 9  # 2 s since the last batch: however few, it runs
+    clock[0], log.end = 3.1, 10
+    assert _end(reader, 9) == 9
+    assert _end(reader, 9, ReadAllAvailable()) == 10  # Trigger.Once lifts the minimum
+    reader.target = {log.tp: 12}  # Trigger.AvailableNow reads all it has
+    assert _end(reader, 10) == 12
+
+
+def test_min_and_max_offsets_per_trigger_bound_a_batch_from_both_sides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reader, log, clock = _reader(monkeypatch, minOffsetsPerTrigger="5", maxOffsetsPerTrigger="8")
+    assert reader.getDefaultReadLimit() == ReadMaxRows(8)
+    log.end = 20
+    assert _end(reader, 0) == 8
+    assert _end(reader, 8) == 16
+    assert _end(reader, 16) == 16  # 4 left: fewer than the minimum
+    clock[0], log.end = 1.0, 21
+    assert _end(reader, 16) == 21

@@ -1,9 +1,12 @@
 """Streaming reads: checkpointed exactly-once into Parquet across a failure,
-rate limits, discovery of new topics and partitions, group commits."""
+rate limits (maximum, minimum and trigger delay), discovery of new topics and
+partitions, group commits."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +101,95 @@ def test_max_offsets_per_trigger_splits_batches(spark: Any, broker: Any, topic: 
     sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     assert sizes == [10, 10, 10]
     assert spark.table(topic.replace("-", "_")).count() == 30
+
+
+def _batches_into(batches: list[tuple[list[tuple[int, int]], int]]) -> Any:
+    """A foreachBatch function keeping each batch's (partition, offset) rows and
+    how many input partitions it was read with."""
+
+    def keep(df: Any, _batch_id: int) -> None:
+        rows = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+        if rows:
+            batches.append((sorted(rows), df.rdd.getNumPartitions()))
+
+    return keep
+
+
+def test_min_offsets_per_trigger_waits_for_enough_new_offsets(
+    spark: Any, broker: Any, topic: str
+) -> None:
+    create_topic(broker.bootstrap, topic, 2)
+    batches: list[tuple[list[tuple[int, int]], int]] = []
+    limits = {"minOffsetsPerTrigger": "5", "maxOffsetsPerTrigger": "8"}
+    query = (
+        _stream(spark, broker.bootstrap, subscribe=topic, maxRecordsPerPartition="3", **limits)
+        .writeStream.foreachBatch(_batches_into(batches))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        query.processAllAvailable()  # the first trigger, which no minimum holds back
+        produce_to(broker, topic, records(4, 2, prefix="a"))
+        query.processAllAvailable()
+        assert batches == []  # 4 new offsets over both partitions: fewer than 5
+
+        produce_to(broker, topic, records(8, 2, prefix="b"))
+        query.processAllAvailable()
+        # 12 new: a batch of at most 8, then the 4 left wait again
+        assert [(len(rows), parts) for rows, parts in batches] == [(8, 4)]
+
+        produce_to(broker, topic, records(2, 2, prefix="c"))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    # 4 offsets of each partition cut by maxRecordsPerPartition=3 into 2 + 2 input
+    # partitions; the 3 of each in the second batch fit in one each
+    assert [(len(rows), parts) for rows, parts in batches] == [(8, 4), (6, 2)]
+    got = [row for rows, _parts in batches for row in rows]
+    assert sorted(got) == [(p, o) for p in (0, 1) for o in range(7)]
+
+
+def test_max_trigger_delay_runs_a_small_batch_anyway(
+    spark: Any, shared_muster: Any, topic: str
+) -> None:
+    create_topic(shared_muster.bootstrap, topic, 1)
+    produce(shared_muster.bootstrap, topic, records(103, 1))
+    limits = {"minOffsetsPerTrigger": "100", "maxOffsetsPerTrigger": "100"}
+    query = (
+        _stream(spark, shared_muster.bootstrap, subscribe=topic, maxTriggerDelay="2s", **limits)
+        .writeStream.format("memory")
+        .queryName(topic.replace("-", "_"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while spark.table(topic.replace("-", "_")).count() < 103:
+            assert time.monotonic() < deadline, query.recentProgress
+            time.sleep(0.2)
+        progress = [p for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    # 100, then the 3 left, which no more data joined, once 2 s had passed
+    assert [p["numInputRows"] for p in progress] == [100, 3]
+    first, second = (dt.datetime.fromisoformat(p["timestamp"]) for p in progress)
+    assert (second - first).total_seconds() >= 1.5
+
+
+def test_available_now_ignores_min_offsets_per_trigger(spark: Any, broker: Any, topic: str) -> None:
+    create_topic(broker.bootstrap, topic, 1)
+    produce_to(broker, topic, records(25, 1))
+    limits = {"minOffsetsPerTrigger": "8", "maxOffsetsPerTrigger": "10"}
+    query = (
+        _stream(spark, broker.bootstrap, subscribe=topic, **limits)
+        .writeStream.format("memory")
+        .queryName(topic.replace("-", "_"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    # the last 5 are fewer than the minimum, and read all the same
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [10, 10, 5]
 
 
 def test_pattern_picks_up_a_new_topic_and_new_partitions(

@@ -135,3 +135,55 @@ def rate_limit(start: Offsets, latest: Offsets, limit: int) -> Offsets:
         step = math.ceil(share) if share < 1 else math.floor(share)
         out[tp] = min(end, begin + step)
     return out
+
+
+# [start, end) of one topic-partition: what one Spark input partition reads.
+Span = tuple[TopicPartition, int, int]
+
+
+def split_ranges(
+    spans: list[Span], min_partitions: int | None, max_records: int | None
+) -> list[Span]:
+    """Spark's KafkaOffsetRangeCalculator: cut each range into the fewest even
+    pieces of at most `max_records` offsets; then, if that makes fewer pieces than
+    `min_partitions`, cut the large ones in proportion to their size. Pieces keep
+    their order, so a topic-partition's records are read in offset order."""
+    spans = [s for s in spans if s[2] > s[1]]
+    if max_records:
+        spans = [piece for s in spans for piece in _divide(s, -(-(s[2] - s[1]) // max_records))]
+    if min_partitions and len(spans) < min_partitions:
+        spans = _spread(spans, min_partitions)
+    return spans
+
+
+def _divide(span: Span, parts: int) -> list[Span]:
+    """`parts` consecutive pieces differing in size by at most one (the later
+    ones take the remainder, as Spark's), empty ones left out."""
+    tp, begin, end = span
+    out: list[Span] = []
+    remaining = end - begin
+    for i in range(parts):
+        size = remaining // (parts - i)
+        remaining -= size
+        if size:
+            out.append((tp, begin, begin + size))
+        begin += size
+    return out
+
+
+def _spread(spans: list[Span], min_partitions: int) -> list[Span]:
+    total = sum(u - b for _tp, b, u in spans)
+    whole = [_part_count(u - b, total, min_partitions) == 1 for _tp, b, u in spans]
+    # Ranges too small to cut stay whole and are left out of the proportion the
+    # others share, so the others get all the remaining partitions.
+    rest = total - sum(u - b for (_tp, b, u), w in zip(spans, whole, strict=True) if w)
+    rest_partitions = max(min_partitions - sum(whole), 1)
+    out: list[Span] = []
+    for s, w in zip(spans, whole, strict=True):
+        out.extend([s] if w else _divide(s, _part_count(s[2] - s[1], rest, rest_partitions)))
+    return out
+
+
+def _part_count(size: int, total: int, partitions: int) -> int:
+    # Java's Math.round: half up, not Python's round-half-even
+    return max(math.floor(size / total * partitions + 0.5), 1)

@@ -59,7 +59,10 @@ class SourceOptions:
     ending: OffsetSpec = OffsetSpec("latest")
     timestamp_strategy: str = "error"  # startingOffsetsByTimestampStrategy
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     commit_to_group: str | None = None
@@ -88,6 +91,44 @@ def _bool(value: str, name: str) -> bool:
     if v in ("true", "false"):
         return v == "true"
     raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _positive(opts: dict[str, str], key: str, name: str) -> int | None:
+    """A count option: absent, or a positive integer."""
+    text = opts.get(key)
+    if text is None:
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"Invalid value '{text}' for option '{name}', must be a positive integer")
+    return value
+
+
+# Spark's time strings (JavaUtils.timeStringAsMs): an integer and a unit, ms when
+# none; microseconds per unit so that "us" truncates to whole ms as Spark's does.
+_TIME_UNITS_US = {
+    "us": 1,
+    "ms": 1000,
+    "s": 1_000_000,
+    "m": 60_000_000,
+    "min": 60_000_000,
+    "h": 3_600_000_000,
+    "d": 86_400_000_000,
+}
+
+
+def _duration_ms(text: str, name: str) -> int:
+    match = re.fullmatch(r"([0-9]+)([a-z]+)?", text.strip().lower())
+    unit = (match[2] or "ms") if match else ""
+    if match is None or unit not in _TIME_UNITS_US:
+        raise ValueError(
+            f"Invalid value '{text}' for option '{name}', must be a duration such as "
+            "'500ms', '30s', '15m', '1h' or '1d'"
+        )
+    return int(match[1]) * _TIME_UNITS_US[unit] // 1000
 
 
 def _json_offsets(text: str, name: str) -> PartitionOffsets:
@@ -184,18 +225,14 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
                 raise ValueError(f"ending offset not valid in streaming queries ({name})")
     else:
         _check_batch_bounds(starting, ending)
-    max_per_trigger = opts.get("maxoffsetspertrigger")
-    min_partitions = opts.get("minpartitions")
-    if min_partitions is not None and int(min_partitions) <= 0:
+    max_per_trigger = _positive(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_per_trigger = _positive(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
+    if max_per_trigger and min_per_trigger and min_per_trigger > max_per_trigger:
         raise ValueError(
-            f"Invalid value '{min_partitions}' for option 'minPartitions', "
-            "must be a positive integer"
+            f"The value of minOffsetPerTrigger({min_per_trigger}) is higher than the "
+            f"maxOffsetsPerTrigger({max_per_trigger})."
         )
-    if max_per_trigger is not None and int(max_per_trigger) <= 0:
-        raise ValueError(
-            f"Invalid value '{max_per_trigger}' for option "
-            "'maxOffsetsPerTrigger', must be a positive integer"
-        )
+    trigger_delay = _duration_ms(opts.get("maxtriggerdelay", "15m"), "maxTriggerDelay")
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise ValueError("startingOffsetsByTimestampStrategy must be 'error' or 'latest'")
@@ -206,8 +243,13 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
         starting=starting,
         ending=ending,
         timestamp_strategy=strategy,
-        max_offsets_per_trigger=int(max_per_trigger) if max_per_trigger else None,
-        min_partitions=int(min_partitions) if min_partitions else None,
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=trigger_delay,
+        min_partitions=_positive(opts, "minpartitions", "minPartitions"),
+        max_records_per_partition=_positive(
+            opts, "maxrecordsperpartition", "maxRecordsPerPartition"
+        ),
         fail_on_data_loss=_bool(opts.get("failondataloss", "true"), "failOnDataLoss"),
         include_headers=_bool(opts.get("includeheaders", "false"), "includeHeaders"),
         commit_to_group=group,

@@ -8,6 +8,7 @@ are built, so they hold options only and connect lazily.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,13 +18,21 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
-from muster.client.types import TopicPartition
 from muster.spark.fetch import DataLossError, FetchRange, data_loss_message, read_range
 from muster.spark.group import GroupCommitter
-from muster.spark.offsets import OffsetResolver, Offsets, from_json, rate_limit, to_json
+from muster.spark.offsets import (
+    OffsetResolver,
+    Offsets,
+    Span,
+    from_json,
+    rate_limit,
+    split_ranges,
+    to_json,
+)
 from muster.spark.options import SourceOptions
 
 
@@ -35,12 +44,10 @@ class KafkaRange(InputPartition):
         self.fetch = fetch
 
 
-def plan_ranges(
-    opts: SourceOptions, start: Offsets, end: Offsets, min_partitions: int | None = None
-) -> list[KafkaRange]:
-    """Input partitions for [start, end) per topic-partition; with minPartitions,
-    large ranges are cut so there are at least that many (as Spark's source)."""
-    spans: list[tuple[TopicPartition, int, int]] = []
+def plan_ranges(opts: SourceOptions, start: Offsets, end: Offsets) -> list[KafkaRange]:
+    """Input partitions for [start, end) per topic-partition, cut by
+    maxRecordsPerPartition and minPartitions as Spark's source cuts them."""
+    spans: list[Span] = []
     for tp, until in sorted(end.items()):
         begin = start[tp]
         if until < begin:
@@ -48,16 +55,8 @@ def plan_ranges(
             if opts.fail_on_data_loss:
                 raise DataLossError(data_loss_message(what))
             continue
-        if until > begin:
-            spans.append((tp, begin, until))
-    total = sum(u - b for _tp, b, u in spans)
-    if min_partitions and len(spans) < min_partitions and total > 0:
-        cut: list[tuple[TopicPartition, int, int]] = []
-        for tp, b, u in spans:
-            parts = max(1, round(min_partitions * (u - b) / total))
-            step = -(-(u - b) // parts)
-            cut.extend((tp, s, min(u, s + step)) for s in range(b, u, step))
-        spans = cut
+        spans.append((tp, begin, until))
+    spans = split_ranges(spans, opts.min_partitions, opts.max_records_per_partition)
     return [
         KafkaRange(
             FetchRange(
@@ -74,6 +73,10 @@ def plan_ranges(
         )
         for tp, b, u in spans
     ]
+
+
+def _now() -> float:
+    return time.monotonic()
 
 
 def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -93,7 +96,7 @@ class BatchReader(DataSourceReader):
             end = resolver.resolve(self.opts.ending, tps, starting=False)
         finally:
             resolver.close()
-        ranges = plan_ranges(self.opts, start, end, self.opts.min_partitions)
+        ranges = plan_ranges(self.opts, start, end)
         # Spark needs at least one partition; an empty range reads nothing.
         return ranges or [InputPartition(None)]
 
@@ -116,6 +119,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.resolver = OffsetResolver(opts)
         self.committer = GroupCommitter(opts.commit_to_group) if opts.commit_to_group else None
         self.target: Offsets | None = None  # Trigger.AvailableNow's end
+        self.last_trigger: float | None = None  # when minOffsetsPerTrigger last let one run
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "committer": None}
@@ -125,8 +129,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json(self.resolver.resolve(self.opts.starting, tps, starting=True))
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.opts.max_offsets_per_trigger
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        # Spark's Kafka source combines both bounds in one limit; Python's limits do
+        # not combine, so the maximum travels as the limit and the minimum is read
+        # from the options. Only ReadAllAvailable (Trigger.Once) lifts both.
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         tps = self.resolver.partitions()
@@ -141,17 +151,39 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = self.resolver.latest(self.resolver.partitions())
         new = [tp for tp in latest if tp not in begin]
         begin_all = {**self.resolver.earliest(new), **begin}
+        if isinstance(limit, ReadAllAvailable):
+            return to_json({**begin, **latest})
+        if self._hold_back(begin_all, latest):
+            return to_json(begin)  # the same offsets again: no batch this trigger
         if isinstance(limit, ReadMaxRows):
             latest = rate_limit(begin_all, latest, limit.max_rows)
         # partitions that vanished keep their place, so start and end cover the same keys
         return to_json({**begin, **latest})
+
+    def _hold_back(self, start: Offsets, latest: Offsets) -> bool:
+        """minOffsetsPerTrigger as Spark's source applies it: no batch while fewer
+        offsets are new (over all partitions) and maxTriggerDelay has not passed
+        since the last trigger it let through. The first trigger after a (re)start
+        always goes through; Trigger.AvailableNow reads all it has, whatever the size."""
+        minimum = self.opts.min_offsets_per_trigger
+        if minimum is None or self.target is not None:
+            return False
+        now = _now()
+        waited = self.last_trigger is None or (
+            (now - self.last_trigger) * 1000 >= self.opts.max_trigger_delay_ms
+        )
+        new = sum(max(0, end - start.get(tp, end)) for tp, end in latest.items())
+        if not waited and new < minimum:
+            return True
+        self.last_trigger = now
+        return False
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin = from_json(start)
         until = from_json(end)
         new = [tp for tp in until if tp not in begin]
         begin = {**self.resolver.earliest(new), **begin}
-        return plan_ranges(self.opts, begin, until, self.opts.min_partitions)
+        return plan_ranges(self.opts, begin, until)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition)
