@@ -79,6 +79,25 @@ FAILED_AT = re.compile(r'^### Test "(.*?)" failed at (.*?) ###\s*$')
 STATE_LINE = re.compile(r"^=+ Test (\S+) (PASSED|FAILED|SKIPPED) =+")
 
 
+@dataclass(frozen=True)
+class PlanItem:
+    test: str
+    scenario: str | None = None
+    subtests: str | None = None  # SUBTESTS filter
+    settings: tuple[tuple[str, str], ...] = ()  # broker settings for this item only
+
+
+def parse_test_item(item: str) -> PlanItem:
+    """``NNNN[:SUBSTR][@KEY=VALUE[;KEY=VALUE...]]`` from --tests."""
+    head, _, extra = item.partition("@")
+    num, _, sub = head.partition(":")
+    settings = tuple(
+        (k.strip(), v.strip())
+        for k, _, v in (kv.partition("=") for kv in extra.split(";") if kv.strip())
+    )
+    return PlanItem(num.zfill(4), None, sub or None, settings)
+
+
 @dataclass
 class Result:
     test: str
@@ -166,14 +185,20 @@ def run_one(
     scenario: str | None,
     subtests: str | None = None,
     attempt: int = 1,
+    settings: tuple[tuple[str, str], ...] = (),
 ) -> Result:
     res = Result(test=test)
     port = common.free_port()
     data_dir = Path(tempfile.mkdtemp(prefix=f"muster-conf-{test}-"))
-    suffix = (f"-{scenario}" if scenario else "") + (f".attempt{attempt}" if attempt > 1 else "")
+    suffix = (
+        (f"-{scenario}" if scenario else "")
+        + (f"-{re.sub(r'[^A-Za-z0-9_]', '_', subtests)}" if subtests else "")
+        + (f".attempt{attempt}" if attempt > 1 else "")
+    )
     log_path = out / f"{test}{suffix}.log"
     res.log = str(log_path)
     extra = {"auto.create.topics.enable": "false"} if scenario == "noautocreate" else {}
+    extra.update(settings)
     broker = common.Broker(
         name=args.peer or "muster",
         argv=broker_argv(args, port, data_dir, extra),
@@ -296,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tests",
         help="comma-separated test numbers, each optionally NNNN:SUBSTR to run only the "
-        "sub-tests whose name contains SUBSTR (overrides the lists)",
+        "sub-tests whose name contains SUBSTR, and @KEY=VALUE[;KEY=VALUE] for broker "
+        "settings of that item only (overrides the lists)",
     )
     ap.add_argument("--timeout", type=float, default=600, help="seconds per test (600)")
     ap.add_argument(
@@ -342,19 +368,16 @@ def main(argv: list[str] | None = None) -> int:
         print("0 passed, 1 failed")
         return 2
 
-    # (test number, scenario, SUBTESTS filter)
-    plan: list[tuple[str, str | None, str | None]] = []
+    plan: list[PlanItem] = []
     if args.tests:
-        for item in filter(None, (t.strip() for t in args.tests.split(","))):
-            num, _, sub = item.partition(":")
-            plan.append((num.zfill(4), None, sub or None))
+        plan += [parse_test_item(t.strip()) for t in args.tests.split(",") if t.strip()]
     else:
         if args.group or not (args.produce or args.noautocreate):
-            plan += [(t, None, None) for t in GROUP_TESTS]
+            plan += [PlanItem(t) for t in GROUP_TESTS]
         if args.produce or not (args.group or args.noautocreate):
-            plan += [(t, None, None) for t in PRODUCE_TESTS]
+            plan += [PlanItem(t) for t in PRODUCE_TESTS]
     if args.noautocreate:
-        plan += [(t, "noautocreate", None) for t in NOAUTOCREATE_TESTS]
+        plan += [PlanItem(t, "noautocreate") for t in NOAUTOCREATE_TESTS]
 
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = (args.out or HERE / "results" / stamp).resolve()
@@ -366,14 +389,16 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     interrupted = False
     try:
-        for i, (test, scenario, sub) in enumerate(plan, 1):
+        for i, item in enumerate(plan, 1):
+            test, scenario, sub = item.test, item.scenario, item.subtests or args.subtests
             label = (
                 test
                 + (f" ({scenario})" if scenario else "")
-                + (f" (sub-tests *{sub}*)" if sub else "")
+                + (f" (sub-tests *{item.subtests}*)" if item.subtests else "")
+                + "".join(f" ({k}={v})" for k, v in item.settings)
             )
             common.console.print(escape(f"[{i}/{len(plan)}] {label} ..."), end=" ")
-            r = run_one(args, test, tests_dir, out, scenario, sub or args.subtests)
+            r = run_one(args, test, tests_dir, out, scenario, sub, 1, item.settings)
             earlier: list[str] = []
             # Only a test whose broker stayed up is re-run: a broker that died is a bug in
             # muster, never a timing race in the test.
@@ -381,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
                 earlier.append(r.failure or r.note or f"rc {r.rc}")
                 common.console.print(f"[red]failed[/] ({r.seconds:.0f}s), again ...", end=" ")
                 r = run_one(
-                    args, test, tests_dir, out, scenario, sub or args.subtests, len(earlier) + 1
+                    args, test, tests_dir, out, scenario, sub, len(earlier) + 1, item.settings
                 )
             r.earlier_failures = earlier
             results.append(r)
