@@ -167,7 +167,11 @@ def test_max_trigger_delay_runs_a_small_batch_anyway(
         while spark.table(topic.replace("-", "_")).count() < 103:
             assert time.monotonic() < deadline, query.recentProgress
             time.sleep(0.2)
+        # A batch's rows reach the memory table before its progress is reported.
         progress = [p for p in query.recentProgress if p["numInputRows"]]
+        while sum(p["numInputRows"] for p in progress) < 103 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            progress = [p for p in query.recentProgress if p["numInputRows"]]
     finally:
         query.stop()
     # 100, then the 3 left, which no more data joined, once 2 s had passed
