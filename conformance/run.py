@@ -108,6 +108,7 @@ class Result:
     failure: str = ""  # first '### Test ... failed at' line and the line after it
     note: str = ""
     log: str = ""
+    label: str = ""  # the plan item as printed: number, sub-test filter, settings
     broker_failed: bool = False  # the broker did not start or died during the test
     earlier_failures: list[str] = field(default_factory=list)  # one per failed attempt
 
@@ -178,15 +179,10 @@ def broker_argv(
 
 
 def run_one(
-    args: argparse.Namespace,
-    test: str,
-    tests_dir: Path,
-    out: Path,
-    scenario: str | None,
-    subtests: str | None = None,
-    attempt: int = 1,
-    settings: tuple[tuple[str, str], ...] = (),
+    args: argparse.Namespace, item: PlanItem, tests_dir: Path, out: Path, attempt: int = 1
 ) -> Result:
+    test, scenario = item.test, item.scenario
+    subtests = item.subtests or args.subtests
     res = Result(test=test)
     port = common.free_port()
     data_dir = Path(tempfile.mkdtemp(prefix=f"muster-conf-{test}-"))
@@ -198,7 +194,7 @@ def run_one(
     log_path = out / f"{test}{suffix}.log"
     res.log = str(log_path)
     extra = {"auto.create.topics.enable": "false"} if scenario == "noautocreate" else {}
-    extra.update(settings)
+    extra.update(item.settings)
     broker = common.Broker(
         name=args.peer or "muster",
         argv=broker_argv(args, port, data_dir, extra),
@@ -390,25 +386,23 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = False
     try:
         for i, item in enumerate(plan, 1):
-            test, scenario, sub = item.test, item.scenario, item.subtests or args.subtests
             label = (
-                test
-                + (f" ({scenario})" if scenario else "")
+                item.test
+                + (f" ({item.scenario})" if item.scenario else "")
                 + (f" (sub-tests *{item.subtests}*)" if item.subtests else "")
                 + "".join(f" ({k}={v})" for k, v in item.settings)
             )
             common.console.print(escape(f"[{i}/{len(plan)}] {label} ..."), end=" ")
-            r = run_one(args, test, tests_dir, out, scenario, sub, 1, item.settings)
+            r = run_one(args, item, tests_dir, out)
             earlier: list[str] = []
             # Only a test whose broker stayed up is re-run: a broker that died is a bug in
             # muster, never a timing race in the test.
             while r.status == "failed" and not r.broker_failed and len(earlier) < args.retries:
                 earlier.append(r.failure or r.note or f"rc {r.rc}")
                 common.console.print(f"[red]failed[/] ({r.seconds:.0f}s), again ...", end=" ")
-                r = run_one(
-                    args, test, tests_dir, out, scenario, sub, len(earlier) + 1, item.settings
-                )
+                r = run_one(args, item, tests_dir, out, len(earlier) + 1)
             r.earlier_failures = earlier
+            r.label = label
             results.append(r)
             col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
             common.console.print(
@@ -430,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped = sum(r.status == "skipped" for r in results)
     if skipped:
         print(f"{skipped} skipped (no sub-test ran against the broker)")
-    retried = [r.test for r in results if r.status == "passed" and r.earlier_failures]
+    retried = [r.label for r in results if r.status == "passed" and r.earlier_failures]
     if retried:
         print(f"passed only on a retry: {', '.join(retried)}")
     print(f"{passed} passed, {failed} failed")
