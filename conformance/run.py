@@ -50,8 +50,8 @@ GROUP_TESTS = [
     "0093", "0099", "0102", "0113", "0118", "0122", "0130", "0132", "0137",
 ]
 # §4b: plain produce / fetch / offset-lookup tests, including the sockem ones that work
-# against an external broker. Not here: transactions (0103, 0129; muster has none) and
-# 0127 (2.8.0 only).
+# against an external broker, and the transaction tests 0103 and 0129. Not here: 0127
+# (2.8.0 only).
 PRODUCE_TESTS = [
     "0001", "0002", "0003", "0005", "0007", "0008", "0011", "0012", "0013", "0014",
     "0015", "0016", "0017", "0021", "0022", "0031", "0034", "0035", "0036", "0038",
@@ -59,6 +59,7 @@ PRODUCE_TESTS = [
     "0065", "0067", "0070", "0073", "0082", "0085", "0086", "0090", "0092", "0110",
     "0112", "0114", "0123", "0125",
     "0049", "0068", "0075", "0076", "0088", "0094",
+    "0103", "0129",
 ]
 # fmt: on
 # Tests of the 'noautocreate' scenario: run with -s noautocreate against a broker with

@@ -65,6 +65,14 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.min.session.timeout.ms", int, 6000, "Smallest session timeout accepted."),
     Property("group.max.session.timeout.ms", int, 1800000, "Largest session timeout accepted."),
     Property("group.max.size", int, 2147483647, "Most members in one group."),
+    Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
+    Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
+    Property(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        int,
+        10000,
+        "How often open transactions past their timeout are aborted.",
+    ),
 )
 
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}

@@ -4,37 +4,18 @@ KIP-74), timestamps, idempotent producers, validation errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
-from muster.log.config import LogConfig
-from muster.log.memory_log import MemoryLog
 from muster.log.port import (
     CorruptRecordError,
     InvalidProducerEpochError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
-    PartitionLog,
     RecordTooLargeError,
 )
-from muster.log.segment_log import SegmentLog
 from muster.records.batch import Record, build_batch, iter_batches, iter_records
-
-MakeLog = Callable[..., PartitionLog]
-
-
-@pytest.fixture(params=["memory", "segment"])
-def make_log(request: pytest.FixtureRequest, tmp_path: Path) -> MakeLog:
-    def make(**cfg: object) -> PartitionLog:
-        config = LogConfig(**cfg)  # type: ignore[arg-type]
-        if request.param == "memory":
-            return MemoryLog("t", 0, config)
-        return SegmentLog(tmp_path / "t-0", "t", 0, config)
-
-    return make
+from tests.log.conftest import MakeLog
 
 
 def batch(n: int = 1, *, ts: int = 1_000, size: int = 10, **kw: object) -> bytes:

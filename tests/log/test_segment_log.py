@@ -365,7 +365,8 @@ def test_retention_cleaner_and_flush_threads_with_appends_and_reads(tmp_path: Pa
     assert log.log_end_offset == end == 3_000 and log.recovered_truncations == 0
     got = offsets_of(log)
     assert got == sorted(set(got)) and got[-1] == 2_999
-    leftovers = [p.name for p in d.iterdir() if p.suffix not in (".log", ".index", ".timeindex")]
+    kinds = (".log", ".index", ".timeindex", ".snapshot")
+    leftovers = [p.name for p in d.iterdir() if p.suffix not in kinds]
     assert leftovers == []
     logs = {p.stem for p in d.glob("*.log")}
     assert {p.stem for p in d.iterdir()} == logs  # no index without its segment

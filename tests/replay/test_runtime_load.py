@@ -100,16 +100,7 @@ def test_loader_matches_record_by_record_replay_on_a_mixed_log(codec: int) -> No
     for start in range(0, len(records), 5):
         plog.append(build_batch(records[start : start + 5], compression_type=codec), 0)
         if start == 10:  # a transaction marker between batches holds no group state
-            plog.append(
-                build_batch(
-                    [(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")],
-                    control=True,
-                    transactional=True,
-                    producer_id=1,
-                    producer_epoch=0,
-                ),
-                0,
-            )
+            plog.append_marker(1, 0, False, 0, 0)
     runtime = ShardRuntime(CoordinatorShard(0, CoordinatorConfig()), plog, None, None)  # type: ignore[arg-type]
     runtime.load()
 

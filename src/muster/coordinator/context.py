@@ -63,6 +63,10 @@ class Effects:
     timers: list[TimerOp] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
     continuations: list[Continuation] = field(default_factory=list)
+    # (producer id, epoch): this step's records form one transactional batch
+    producer: tuple[int, int] | None = None
+    # (producer id, epoch, commit): this step writes a transaction marker
+    marker: tuple[int, int, bool] | None = None
 
     def reply(self, request_id: int | None, response: Any) -> None:
         if request_id is not None:

@@ -81,6 +81,30 @@ class OffsetCommit:
 
 
 @dataclass(frozen=True)
+class TxnOffsetCommit:
+    """Offsets a transactional producer commits; they stay pending (invisible
+    to OffsetFetch) until its transaction's marker reaches this partition."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[CommitTopic, ...]
+    generation_id: int = -1  # v3+
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CompleteTxn:
+    """The transaction coordinator ends a producer's transaction on this
+    partition: write its marker, then commit or drop its pending offsets."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+
+
+@dataclass(frozen=True)
 class FetchTopic:
     name: str
     partitions: tuple[int, ...]

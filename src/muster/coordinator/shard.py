@@ -35,7 +35,7 @@ from muster.coordinator.groups.classic import admin, join, membership, rebalance
 from muster.coordinator.groups.classic.group import ClassicGroup, CommittedOffset, Member
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore, random_member_id
-from muster.coordinator.offsets.manager import OffsetManager
+from muster.coordinator.offsets.manager import OffsetManager, commit_response
 from muster.coordinator.runtime.partitioning import partition_for
 from muster.coordinator.runtime.result import Cancel, Result, Schedule
 from muster.records.offsets_topic import (
@@ -52,7 +52,13 @@ from muster.records.offsets_topic import (
 _V3_EMPTY_METADATA = struct.Struct(">hqihq")
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
-_EMPTY_ID_OK = (rq.OffsetCommit, rq.OffsetFetch, rq.DescribeGroups, rq.DeleteGroups)
+_EMPTY_ID_OK = (
+    rq.OffsetCommit,
+    rq.TxnOffsetCommit,
+    rq.OffsetFetch,
+    rq.DescribeGroups,
+    rq.DeleteGroups,
+)
 
 
 class CoordinatorShard:
@@ -277,7 +283,15 @@ class CoordinatorShard:
             Schedule(str(t.key), t.deadline_ms) if isinstance(t, Schedule) else Cancel(str(t.key))
             for t in fx.timers
         ]
-        return Result(list(fx.records), list(fx.replies), timers, list(fx.events), token)
+        return Result(
+            list(fx.records),
+            list(fx.replies),
+            timers,
+            list(fx.events),
+            token,
+            fx.producer,
+            fx.marker,
+        )
 
     def _load_group(self, group_id: str, v: Any) -> None:
         group = self.store.get_or_create(group_id)
@@ -356,20 +370,35 @@ class CoordinatorShard:
     def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
-            fx.reply(
-                rid,
-                rs.OffsetCommitResponse(
-                    tuple(
-                        rs.TopicErrors(
-                            t.name,
-                            tuple(rs.PartitionError(p.partition, error) for p in t.partitions),
-                        )
-                        for t in req.topics
-                    )
-                ),
-            )
+            fx.reply(rid, commit_response(req.topics, error))
             return
         self.offsets.commit(fx, rid, req)
+
+    def _txn_commit(self, fx: Effects, rid: int, req: rq.TxnOffsetCommit) -> None:
+        error = self._group_error(req.group_id, req)
+        if error is not None:
+            fx.reply(rid, commit_response(req.topics, error))
+            return
+        self.offsets.txn_commit(fx, rid, req)
+
+    def _complete_txn(self, fx: Effects, rid: int, req: rq.CompleteTxn) -> None:
+        self.offsets.complete_txn(fx, rid, req)
+
+    def replay_txn_offsets(
+        self, producer_id: int, latest: Mapping[bytes, tuple[int, bytes | None]]
+    ) -> None:
+        """Offset records of a transaction still open at the end of the log
+        (load path): pending, as they were before the restart."""
+        for key, (offset, value) in latest.items():
+            fields = offset_commit_key_fields(key)
+            if fields is None or value is None:
+                continue
+            group_id, topic, partition = fields
+            group = self.store.get_or_create(group_id)
+            group.txn_offsets.setdefault(producer_id, {})[(topic, partition)] = CommittedOffset(
+                *offset_commit_value_fields(value), offset
+            )
+            self.offsets.next_seq = max(self.offsets.next_seq, offset + 1)
 
     def _fetch(self, fx: Effects, rid: int, req: rq.OffsetFetch) -> None:
         out = []
@@ -493,6 +522,8 @@ _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
     rq.ListGroups: CoordinatorShard._list,
     rq.DeleteGroups: CoordinatorShard._delete_groups,
     rq.OffsetDelete: CoordinatorShard._offset_delete,
+    rq.TxnOffsetCommit: CoordinatorShard._txn_commit,
+    rq.CompleteTxn: CoordinatorShard._complete_txn,
 }
 
 

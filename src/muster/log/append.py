@@ -2,7 +2,9 @@
 
 Validates a produce request's record set, checks idempotent sequences, and
 rewrites base offsets (and LogAppendTime) in a copy of the bytes: no record
-is decoded.
+is decoded. Control batches (transaction markers) come only from the log's
+own append_marker: a client's is refused, as Kafka does, since a forged
+marker would end someone else's transaction.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from muster.log.config import LogConfig
 from muster.log.port import AppendInfo, InvalidRecordError
 from muster.log.producer_state import ProducerEntry, ProducerStateManager
 from muster.records.batch import (
+    CONTROL_MASK,
     LOG_OVERHEAD,
     BatchHeader,
     batch_payload,
@@ -53,17 +56,24 @@ def prepare_append(
     producers: ProducerStateManager,
     config: LogConfig,
     log_start_offset: int,
+    marker: bool = False,
+    coordinator: bool = False,
 ) -> PreparedAppend | AppendInfo:
-    """Returns the bytes to write, or the original AppendInfo of a duplicate."""
-    headers = validate_batches(records, config.max_message_bytes)
-    if config.compact:
-        _check_keys(records, headers)
+    """Returns the bytes to write, or the original AppendInfo of a duplicate.
+    `marker`: the record set is a transaction marker built by the log.
+    `coordinator`: the broker's own coordinator writes it (Kafka's
+    AppendOrigin.Coordinator): a transactional batch of offsets carries the
+    producer's id and epoch but no sequence, so only the epoch is checked."""
+    headers = validate_batches(records, config.max_message_bytes, unsequenced_ok=coordinator)
     pending: dict[int, ProducerEntry] = {}
     idempotent = False
     for h in headers:
+        if h.attributes & CONTROL_MASK and not marker:
+            raise InvalidRecordError("clients are not allowed to write control records")
         if h.producer_id >= 0:
             idempotent = True
-            break
+    if config.compact:
+        _check_keys(records, headers)
     log_append = config.log_append_time
     buf = bytearray(records)
     batches: list[tuple[int, int, int, int, int]] = []
@@ -71,7 +81,7 @@ def prepare_append(
     pack = _INT64.pack_into
     for h in headers:
         if idempotent:
-            dup = producers.check(h, pending)
+            dup = producers.check(h, pending, check_sequence=not coordinator)
             if dup is not None:
                 return AppendInfo(
                     dup.first_offset, dup.last_offset, dup.timestamp, log_start_offset, True

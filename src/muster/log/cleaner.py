@@ -6,9 +6,16 @@ dropping tombstones (null value) whose segment is older than
 delete.retention.ms. Batches are decompressed, filtered and recompressed with
 their own codec; their base offset, last offset delta, producer fields and
 timestamps are kept, so offsets never change. An emptied batch is dropped.
-Control batches are kept as they are. A rewritten segment is written to
-`<base>.log.cleaned`, fsynced, and renamed over the original under the log's
-lock; the active segment is never touched.
+
+Transactional batches and control batches (markers) are neither entered into
+the key map nor filtered: they are kept exactly as written. So a record of a
+transaction, committed or aborted, never removes an earlier record of its key
+(an aborted write must not delete the committed value before it), and the
+log keeps every record and marker a read_committed consumer needs to tell
+them apart. The price is that transactional records are never compacted.
+
+A rewritten segment is written to `<base>.log.cleaned`, fsynced, and renamed
+over the original under the log's lock; the active segment is never touched.
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from muster.records.batch import (
-    BatchHeader,
-    Record,
+    CONTROL_MASK,
+    TRANSACTIONAL_MASK,
     batch_payload,
     build_batch,
     decode_records,
@@ -46,17 +53,15 @@ class CleanStats:
         self.bytes_after += other.bytes_after
 
 
-def decoded(raw: bytes) -> tuple[BatchHeader, list[Record]]:
-    header = read_header(raw, 0)
-    return header, decode_records(header, batch_payload(raw, header))
+_KEPT_AS_IS = TRANSACTIONAL_MASK | CONTROL_MASK
 
 
 def add_to_map(latest: dict[bytes, int], batches: Iterable[bytes]) -> None:
     for raw in batches:
-        header, records = decoded(raw)
-        if header.is_control:
+        header = read_header(raw, 0)
+        if header.attributes & _KEPT_AS_IS:
             continue
-        for r in records:
+        for r in decode_records(header, batch_payload(raw, header)):
             if r.key is not None and r.offset is not None:
                 latest[r.key] = r.offset
 
@@ -66,9 +71,10 @@ def filter_batch(
 ) -> tuple[bytes | None, int]:
     """(the batch to keep — `raw` itself if unchanged, None if emptied, number
     of records removed)."""
-    header, records = decoded(raw)
-    if header.is_control:
+    header = read_header(raw, 0)
+    if header.attributes & _KEPT_AS_IS:
         return raw, 0
+    records = decode_records(header, batch_payload(raw, header))
     kept = [
         r
         for r in records

@@ -1,8 +1,8 @@
-"""In-memory PartitionLog for core tests: same validation, offsets, idempotence
-and read semantics as the segment log, no disk. flush() only advances
-flushed_offset (so tests can model durability by calling it). Every method
-holds one re-entrant lock, so retention or compaction from a worker thread is
-safe (speed is not a goal here)."""
+"""In-memory PartitionLog for core tests: same validation, offsets, idempotence,
+transactions and read semantics as the segment log, no disk. flush() only
+advances flushed_offset (so tests can model durability by calling it). Every
+method holds one re-entrant lock, so retention or compaction from a worker
+thread is safe (speed is not a goal here)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from muster.log.config import LogConfig
 from muster.log.port import AppendInfo, OffsetOutOfRangeError
 from muster.log.producer_state import ProducerStateManager
 from muster.records.batch import decode_batch
+from muster.records.control import end_txn_marker
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,9 +60,21 @@ class MemoryLog:
         return self._flushed
 
     @_locked
-    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+    def append(self, records: bytes, now_ms: int, coordinator: bool = False) -> AppendInfo:
+        return self._append(records, now_ms, False, coordinator)
+
+    def _append(
+        self, records: bytes, now_ms: int, marker: bool, coordinator: bool = False
+    ) -> AppendInfo:
         prepared = prepare_append(
-            records, now_ms, self._end, self.producers, self.config, self._start
+            records,
+            now_ms,
+            self._end,
+            self.producers,
+            self.config,
+            self._start,
+            marker,
+            coordinator,
         )
         if isinstance(prepared, AppendInfo):
             return prepared
@@ -72,6 +85,30 @@ class MemoryLog:
             prepared.log_append_time_ms,
             self._start,
         )
+
+    @_locked
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendInfo:
+        self.producers.check_marker(producer_id, producer_epoch)
+        marker = end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        info = self._append(marker, now_ms, True)
+        self.producers.end_txn(producer_id, producer_epoch, commit, info.base_offset)
+        self.producers.settle(self._flushed)
+        return info
+
+    @_locked
+    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+        return self.producers.first_unstable_offset(high_watermark)
+
+    @_locked
+    def aborted_transactions(self, fetch_offset: int, upper: int) -> list[tuple[int, int]]:
+        return self.producers.aborted_between(fetch_offset, upper)
 
     def _write(self, prepared: PreparedAppend) -> None:
         view = memoryview(prepared.buf)
@@ -182,6 +219,12 @@ class MemoryLog:
             self.truncate_prefix(self._nexts[n - 1])
         return n
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: the log start moves up to `offset` (at most the end)."""
+        if offset > self._start:
+            self.truncate_prefix(offset)
+        return self._start
+
     @_locked
     def truncate_prefix(self, offset: int) -> None:
         """Drops whole batches below `offset` (retention in tests)."""
@@ -189,3 +232,4 @@ class MemoryLog:
             for lst in (self._bases, self._nexts, self._data, self._max_ts):
                 del lst[0]
         self._start = max(self._start, min(offset, self._end))
+        self.producers.prune(self._start)

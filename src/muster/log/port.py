@@ -38,6 +38,10 @@ class InvalidProducerEpochError(LogError):
     error_code = 47  # INVALID_PRODUCER_EPOCH
 
 
+class InvalidTxnStateError(LogError):
+    error_code = 48  # INVALID_TXN_STATE
+
+
 class OffsetOutOfRangeError(LogError):
     error_code = 1  # OFFSET_OUT_OF_RANGE
 
@@ -66,8 +70,30 @@ class PartitionLog(Protocol):
     def flushed_offset(self) -> int:
         """Every offset below this is on stable storage."""
 
-    def append(self, records: bytes, now_ms: int) -> AppendInfo:
-        """Validates (CRC, magic 2, idempotent sequences), assigns offsets, writes."""
+    def append(self, records: bytes, now_ms: int, coordinator: bool = False) -> AppendInfo:
+        """Validates (CRC, magic 2, idempotent sequences), assigns offsets, writes.
+        `coordinator`: a broker coordinator's own write (no sequence checks)."""
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendInfo:
+        """Writes the control batch that ends the producer's transaction here
+        (written even when none is ongoing, as Kafka does). An epoch older than
+        the producer's is InvalidProducerEpochError; a newer one fences it."""
+
+    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+        """First offset of the oldest ongoing transaction, None if there is none.
+        With `high_watermark`, a transaction whose end marker is at or past it
+        still counts (its outcome is not visible yet)."""
+
+    def aborted_transactions(self, fetch_offset: int, upper: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        [fetch_offset, upper), by first offset (a read_committed Fetch answer)."""
 
     def read(self, offset: int, max_bytes: int, upper: int | None = None) -> bytes:
         """Whole batches from the one containing `offset`, at most max_bytes, but
@@ -79,6 +105,10 @@ class PartitionLog(Protocol):
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp."""
+
+    def delete_records(self, offset: int) -> int:
+        """Moves the log start offset up to `offset` (at most the log end),
+        durably; returns the new log start offset."""
 
     def flush(self) -> None:
         """fsync everything appended so far; safe to call from another thread."""

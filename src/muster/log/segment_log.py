@@ -11,6 +11,13 @@ worker threads, so waiting for an fsync there never blocks the event loop).
 Lock order: _flush_lock, then _view_lock. Retired segments keep their file
 descriptor open until the last reference goes (weakref.finalize), so a read
 racing a retention or cleaner swap never sees a closed fd.
+
+Producer state (idempotence, transactions) is snapshotted at every roll, as
+of the new segment's base offset (`<base>.snapshot`, written on the loop and
+fsynced by the next flush, which then deletes the older ones), and at clean
+shutdown (`producer-state.json`). An unclean open loads the newest readable
+roll snapshot and replays the batches after it, so ongoing transactions and
+aborted ones anywhere in the log survive kill -9.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import shutil
 import threading
 from bisect import bisect_left, bisect_right
 from pathlib import Path
+from typing import Any
 
 from muster.log.append import prepare_append
 from muster.log.cleaner import CleanStats, clean_segment_log
@@ -28,9 +36,14 @@ from muster.log.config import LogConfig
 from muster.log.port import AppendInfo, OffsetOutOfRangeError
 from muster.log.producer_state import ProducerStateManager
 from muster.log.segment import Segment, segment_name
-from muster.records.batch import decode_batch
+from muster.records.batch import CONTROL_MASK, decode_batch
+from muster.records.control import control_type, end_txn_marker
 
 PRODUCER_SNAPSHOT = "producer-state.json"
+# the log start offset DeleteRecords moved into a segment (Kafka's
+# log-start-offset-checkpoint), when it is above the first segment's base
+START_OFFSET_FILE = "log-start-offset.json"
+ROLL_SNAPSHOT = ".snapshot"
 TEMP_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
 
 
@@ -40,6 +53,17 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+fsync_file = fsync_dir  # the same open-fsync-close
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):  # missing, or torn by a crash
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 class SegmentLog:
@@ -66,6 +90,8 @@ class SegmentLog:
         self._end = 0
         self._flushed = 0
         self.recovered_truncations = 0  # torn/corrupt tails cut on open
+        self._unsynced_snapshots: list[Path] = []  # roll snapshots the next flush fsyncs
+        self._durable_snapshot: Path | None = None
         created = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         if created:
@@ -75,6 +101,8 @@ class SegmentLog:
     # ------------------------------------------------------------ loading
 
     def _load(self, clean_shutdown: bool, now_ms: int) -> None:
+        doc = _read_json(self.directory / START_OFFSET_FILE)
+        self._start_floor = int(doc["log_start_offset"]) if doc else 0
         logs = {p.stem for p in self.directory.glob("*.log")}
         for path in self.directory.iterdir():
             if path.name.endswith(TEMP_SUFFIXES) or (
@@ -138,20 +166,72 @@ class SegmentLog:
         self._set_view(segments)
         self._end = max(segments[-1].next_offset, segments[-1].base_offset)
         self._flushed = self._end
-        snapshot = self.directory / PRODUCER_SNAPSHOT
-        doc = None
-        if clean_shutdown and snapshot.exists():
-            try:
-                doc = json.loads(snapshot.read_text())
-            except ValueError:
-                doc = None
-        snapshot.unlink(missing_ok=True)  # stale as soon as anything is appended
+        self._load_producer_state(segments, clean_shutdown)
+
+    def _load_producer_state(self, segments: list[Segment], clean_shutdown: bool) -> None:
+        """From the clean-shutdown snapshot if it matches the log, else from the
+        newest readable roll snapshot plus the batches after it (all of them if
+        there is none). Keeps one roll snapshot: the one used or the newest."""
+        path = self.directory / PRODUCER_SNAPSHOT
+        doc = _read_json(path) if clean_shutdown else None
+        path.unlink(missing_ok=True)  # stale as soon as anything is appended
+        loaded = False
         if doc is not None and doc.get("end_offset") == self._end:
-            self.producers.load_json(doc["producers"])
-        else:
-            for seg in segments[-2:]:
-                for h in seg.iter_headers(0):
-                    self.producers.replay(h)
+            loaded = self._load_snapshot(doc)
+        bases = [seg.base_offset for seg in segments]
+        kept: Path | None = None
+        replay_from = 0
+        removed = False
+        for offset, snap in self._roll_snapshots():
+            # usable if it sits on a segment boundary of what survived recovery
+            usable = offset <= bases[0] or offset in bases or offset == self._end
+            if kept is None and usable and offset <= self._end:
+                if loaded:
+                    kept = snap
+                    continue
+                doc = _read_json(snap)
+                if doc is not None and doc.get("end_offset") == offset and self._load_snapshot(doc):
+                    kept, replay_from = snap, offset
+                    continue
+            snap.unlink()  # past the recovered end, unreadable, or superseded
+            removed = True
+        if not loaded:
+            for seg in segments:
+                if seg.base_offset >= replay_from:
+                    self._replay(seg)
+        self.producers.prune(self.log_start_offset)
+        self.producers.settle(self._end)  # what was recovered is on disk
+        if kept is not None and not clean_shutdown:
+            fsync_file(kept)  # it survived the crash, perhaps only in the page cache
+        if removed:
+            fsync_dir(self.directory)
+        self._durable_snapshot = kept
+
+    def _load_snapshot(self, doc: dict[str, Any]) -> bool:
+        try:
+            self.producers.load_json(doc)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False  # left empty
+        return True
+
+    def _roll_snapshots(self) -> list[tuple[int, Path]]:
+        """(offset, path) of the roll snapshots on disk, newest first."""
+        found = []
+        for path in self.directory.glob("*" + ROLL_SNAPSHOT):
+            stem = path.name[: -len(ROLL_SNAPSHOT)]
+            if stem.isdigit():
+                found.append((int(stem), path))
+        return sorted(found, reverse=True)
+
+    def _replay(self, seg: Segment) -> None:
+        replay = self.producers.replay
+        for h in seg.iter_headers(0):
+            if h.producer_id < 0:
+                continue
+            if h.attributes & CONTROL_MASK:  # a marker: its type is in its one record
+                replay(h, control_type(seg.read_range(h.position, h.end)))
+            else:
+                replay(h)
 
     def _set_view(self, segments: list[Segment] | tuple[Segment, ...]) -> None:
         self._view = (tuple(segments), tuple(s.base_offset for s in segments))
@@ -165,7 +245,31 @@ class SegmentLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._view[0][0].base_offset
+        base = self._view[0][0].base_offset
+        return base if base >= self._start_floor else min(self._start_floor, self._end)
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: moves the log start up to `offset` (at most the log
+        end), durably, and drops the segments wholly below it; returns the new
+        log start. Runs in a worker thread (it fsyncs)."""
+        offset = min(offset, self._end)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        path = self.directory / START_OFFSET_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps({"log_start_offset": offset}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(self.directory)
+        self._start_floor = offset
+        segs = self._view[0]
+        below = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset <= offset]
+        if below:
+            self.remove_segments(below)
+        self.producers.prune(self.log_start_offset)
+        return self.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
@@ -187,9 +291,45 @@ class SegmentLog:
     def segments(self) -> list[Segment]:
         return list(self._view[0])
 
-    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+    def append(self, records: bytes, now_ms: int, coordinator: bool = False) -> AppendInfo:
+        return self._append(records, now_ms, False, coordinator)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendInfo:
+        self.producers.check_marker(producer_id, producer_epoch)
+        marker = end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        info = self._append(marker, now_ms, True)
+        self.producers.end_txn(producer_id, producer_epoch, commit, info.base_offset)
+        # here, on the appending thread: retention and flush (other threads)
+        # only move the offsets these go by
+        self.producers.prune(info.log_start_offset)
+        self.producers.settle(self._flushed)
+        return info
+
+    def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
+        return self.producers.first_unstable_offset(high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper: int) -> list[tuple[int, int]]:
+        return self.producers.aborted_between(fetch_offset, upper)
+
+    def _append(
+        self, records: bytes, now_ms: int, marker: bool, coordinator: bool = False
+    ) -> AppendInfo:
         prepared = prepare_append(
-            records, now_ms, self._end, self.producers, self.config, self.log_start_offset
+            records,
+            now_ms,
+            self._end,
+            self.producers,
+            self.config,
+            self.log_start_offset,
+            marker,
+            coordinator,
         )
         if isinstance(prepared, AppendInfo):
             return prepared
@@ -212,14 +352,25 @@ class SegmentLog:
         )
 
     def _roll(self, now_ms: int) -> Segment:
-        # flush() reads _end before _dir_version and the view, so the new
-        # file and its directory entry are synced with any offset it reports.
+        # flush() reads the unsynced snapshots and _end before _dir_version and
+        # the view, so the new files and their directory entries are synced
+        # with any offset it reports.
+        self._write_roll_snapshot(self._end)
         seg = Segment(self.directory, self._end, self.config.index_interval_bytes)
         seg.created_ms = now_ms
         with self._view_lock:
             self._dir_version += 1
             self._set_view((*self._view[0], seg))
         return seg
+
+    def _write_roll_snapshot(self, offset: int) -> None:
+        """Producer state as of `offset` (everything before it is appended)."""
+        self.producers.prune(self.log_start_offset)
+        path = self.directory / segment_name(offset, ROLL_SNAPSHOT)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"end_offset": offset, **self.producers.to_json()}))
+        os.replace(tmp, path)
+        self._unsynced_snapshots.append(path)
 
     def roll(self, now_ms: int = 0) -> None:
         """Closes the active segment if it holds data (tests, admin)."""
@@ -231,10 +382,12 @@ class SegmentLog:
         segs, bases = self._view
         if offset == end:
             return b""
-        if offset < segs[0].base_offset or offset > end:
+        start = segs[0].base_offset
+        if start < self._start_floor:
+            start = min(self._start_floor, end)
+        if offset < start or offset > end:
             raise OffsetOutOfRangeError(
-                f"offset {offset} outside [{segs[0].base_offset}, {end}] of "
-                f"{self.topic}-{self.partition}"
+                f"offset {offset} outside [{start}, {end}] of {self.topic}-{self.partition}"
             )
         i = bisect_right(bases, offset) - 1
         n = len(segs)
@@ -288,6 +441,7 @@ class SegmentLog:
         with self._flush_lock:
             if self._closed:
                 return
+            snapshots = self._unsynced_snapshots[:]
             end = self._end
             dir_version = self._dir_version
             segs = self._view[0]
@@ -299,9 +453,19 @@ class SegmentLog:
                 ):
                     break
                 seg.sync()
+            for path in snapshots:
+                fsync_file(path)
             if dir_version != self._dir_synced:
                 fsync_dir(self.directory)
                 self._dir_synced = dir_version
+            if snapshots:
+                # the loop thread only appends to the list: these are still its head
+                del self._unsynced_snapshots[: len(snapshots)]
+                older = [*snapshots[:-1], self._durable_snapshot]
+                newest = self._durable_snapshot = snapshots[-1]
+                for path in older:
+                    if path is not None and path != newest:  # a roll may rewrite one
+                        path.unlink(missing_ok=True)
             if end > self._flushed:
                 self._flushed = end
 
@@ -385,7 +549,8 @@ class SegmentLog:
             for seg in self._view[0]:
                 seg.write_indexes()
                 seg.close()
-            doc = {"end_offset": self._end, "producers": self.producers.to_json()}
+            self.producers.prune(self.log_start_offset)
+            doc = {"end_offset": self._end, **self.producers.to_json()}
             tmp = self.directory / (PRODUCER_SNAPSHOT + ".tmp")
             with open(tmp, "w") as f:
                 f.write(json.dumps(doc))

@@ -148,7 +148,9 @@ def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
 
 
 def validate_batches(
-    buf: bytes | bytearray | memoryview, max_batch_bytes: int | None = None
+    buf: bytes | bytearray | memoryview,
+    max_batch_bytes: int | None = None,
+    unsequenced_ok: bool = False,
 ) -> list[BatchHeader]:
     """Checks a produce request's record set: whole magic-2 batches, CRC, sizes.
 
@@ -183,7 +185,7 @@ def validate_batches(
             raise CorruptRecordError(f"CRC mismatch in batch at position {pos}")
         if h[12] <= 0 or h[6] < 0:
             raise InvalidRecordError("record batch has no records")
-        if h[9] >= 0 and h[11] < 0 and not h[5] & CONTROL_MASK:
+        if h[9] >= 0 and h[11] < 0 and not h[5] & CONTROL_MASK and not unsequenced_ok:
             raise InvalidRecordError("idempotent batch without a base sequence")
         out.append(h)
         pos = end

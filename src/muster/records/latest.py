@@ -19,13 +19,52 @@ from muster.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
+    TRANSACTIONAL_MASK,
     zigzag_decode,
 )
 
 Latest = dict[bytes, tuple[int, bytes | None]]
 
 
-def collect_latest(buf: bytes, from_offset: int, latest: Latest) -> int:
+class TxnReplay:
+    """Records of transactional batches, held per producer until their
+    marker: a commit applies them to `latest` (unless a later plain record
+    of the key is already there, Kafka's rule by log position), an abort
+    drops them. What is left at the end belongs to open transactions."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, Latest] = {}
+
+    def end(self, producer_id: int, commit: bool, latest: Latest) -> None:
+        pending = self.open.pop(producer_id, None)
+        if not pending or not commit:
+            return
+        for key, entry in pending.items():
+            current = latest.get(key)
+            if current is None or current[0] < entry[0]:
+                latest.pop(key, None)
+                latest[key] = entry
+
+
+def _marker_commits(buf: bytes, pos: int, batch_end: int) -> bool:
+    """A control batch's EndTransactionMarker type (its one record's key:
+    int16 version, int16 type; 1 = COMMIT)."""
+    at = pos + HEADER_SIZE
+    try:
+        _length, at = zigzag_decode(buf, at)
+        _ts_delta, at = zigzag_decode(buf, at + 1)  # after the attributes byte
+        _offset_delta, at = zigzag_decode(buf, at)
+        key_length, at = zigzag_decode(buf, at)
+    except IndexError as exc:
+        raise CorruptRecordError("truncated control record") from exc
+    if key_length < 4 or at + 4 > batch_end:
+        raise CorruptRecordError("control record without a marker key")
+    return int.from_bytes(buf[at + 2 : at + 4], "big") == 1
+
+
+def collect_latest(
+    buf: bytes, from_offset: int, latest: Latest, txns: TxnReplay | None = None
+) -> int:
     """Records `key -> (offset, value)` for every keyed record at or after
     `from_offset` in the whole batches of `buf`, re-inserting each key so that
     the dict's order is the log order of the last record of each key.
@@ -34,13 +73,16 @@ def collect_latest(buf: bytes, from_offset: int, latest: Latest) -> int:
     are skipped, as Kafka's loader does. Returns the offset after the last
     whole batch (`from_offset` when there is none), so that a caller reading
     chunk by chunk moves past batches whose records were all compacted away.
+
+    With `txns`, transactional batches are held per producer until their
+    marker (see TxnReplay); without it they count like any other batch.
     """
     n = len(buf)
     pos = 0
     next_offset = from_offset
     unpack = HEADER.unpack_from
     while pos + HEADER_SIZE <= n:
-        (base, length, _e, _m, _c, attributes, last_delta, _t0, _t1, _p, _pe, _s, count) = unpack(
+        (base, length, _e, _m, _c, attributes, last_delta, _t0, _t1, pid, _pe, _s, count) = unpack(
             buf, pos
         )
         if length < MIN_BATCH_LENGTH:
@@ -50,6 +92,14 @@ def collect_latest(buf: bytes, from_offset: int, latest: Latest) -> int:
             break
         if base + last_delta + 1 > next_offset:
             next_offset = base + last_delta + 1
+        target = latest
+        if txns is not None and attributes & TRANSACTIONAL_MASK:
+            if attributes & CONTROL_MASK:
+                if base + last_delta >= from_offset:
+                    txns.end(pid, _marker_commits(buf, pos, batch_end), latest)
+                pos = batch_end
+                continue
+            target = txns.open.setdefault(pid, {})
         if attributes & CONTROL_MASK or base + last_delta < from_offset:
             pos = batch_end
             continue
@@ -63,7 +113,7 @@ def collect_latest(buf: bytes, from_offset: int, latest: Latest) -> int:
         else:
             # uncompressed: read the records in place instead of copying the batch
             payload, start, stop = buf, pos + HEADER_SIZE, batch_end
-        _scan(payload, start, stop, count, base, from_offset, latest)
+        _scan(payload, start, stop, count, base, from_offset, target)
         pos = batch_end
     return next_offset
 

@@ -71,7 +71,7 @@ class GroupMetadataValue:
 
 # --------------------------------------------------------------------------
 # THE schema table: (field, type, first version, last version or None, default)
-# Types: int16, int32, int64, string, nullable_string, bytes, [Schema name].
+# Types: int8, int16, int32, int64, string, nullable_string, bytes, [Schema name].
 
 Field = tuple[str, str, int, int | None, Any]
 
@@ -172,7 +172,12 @@ class RecordFormatError(ValueError):
 # a straight-line reader and writer (generated source, no per-field dispatch;
 # loading a partition decodes millions of records).
 
-_INTS = {"int16": struct.Struct(">h"), "int32": struct.Struct(">i"), "int64": struct.Struct(">q")}
+_INTS = {
+    "int8": struct.Struct(">b"),
+    "int16": struct.Struct(">h"),
+    "int32": struct.Struct(">i"),
+    "int64": struct.Struct(">q"),
+}
 _Reader = Callable[[bytes, int, int], tuple[Any, int]]
 _Writer = Callable[[bytearray, Any], None]
 _READERS: dict[tuple[str, int], _Reader] = {}

@@ -8,7 +8,9 @@ from typing import Any
 
 from muster.server.handlers import configs as c
 from muster.server.handlers import groups as g
+from muster.server.handlers import transactions as t
 from muster.server.handlers.api_versions import handle_api_versions
+from muster.server.handlers.delete_records import handle_delete_records
 from muster.server.handlers.fetch import handle_fetch
 from muster.server.handlers.list_offsets import handle_list_offsets
 from muster.server.handlers.metadata import handle_metadata
@@ -45,7 +47,12 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(18, "ApiVersions", 0, 3, handle_api_versions),
     ApiEntry(19, "CreateTopics", 2, 7, handle_create_topics, serial=True),
     ApiEntry(20, "DeleteTopics", 1, 6, handle_delete_topics, serial=True),
+    ApiEntry(21, "DeleteRecords", 0, 2, handle_delete_records, serial=True),
     ApiEntry(22, "InitProducerId", 0, 4, handle_init_producer_id, serial=True),
+    ApiEntry(24, "AddPartitionsToTxn", 0, 3, t.handle_add_partitions_to_txn, serial=True),
+    ApiEntry(25, "AddOffsetsToTxn", 0, 3, t.handle_add_offsets_to_txn, serial=True),
+    ApiEntry(26, "EndTxn", 0, 3, t.handle_end_txn, serial=True),
+    ApiEntry(28, "TxnOffsetCommit", 0, 3, t.handle_txn_offset_commit, serial=True),
     ApiEntry(37, "CreatePartitions", 0, 3, handle_create_partitions, serial=True),
     ApiEntry(8, "OffsetCommit", 0, 9, g.handle_offset_commit, serial=True),
     ApiEntry(9, "OffsetFetch", 0, 9, g.handle_offset_fetch, serial=True),

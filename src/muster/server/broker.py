@@ -18,6 +18,7 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.metrics import BrokerMetrics
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
+from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
 log = logging.getLogger("muster.broker")
 
@@ -32,6 +33,7 @@ class Broker:
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
         self.coordinator: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None
 
     async def start(self) -> None:
         data_dir = self.config.data_dir
@@ -57,6 +59,8 @@ class Broker:
         durability.start()
         self.coordinator = await start_coordinator(self.state)
         self.state.extras["coordinator"] = self.coordinator
+        self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
+        self.state.extras["transactions"] = self.transactions
         self.metrics.coordinator = self.coordinator
         self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
         host, port = self.config.listen
@@ -100,6 +104,8 @@ class Broker:
         for task in (*self._background, *self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.coordinator is not None:
             await self.coordinator.stop()
         if self.state is not None:

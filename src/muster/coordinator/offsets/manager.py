@@ -15,7 +15,14 @@ from muster.coordinator.groups.classic.group import (
 )
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore
-from muster.coordinator.requests import FetchGroup, OffsetCommit, OffsetDelete
+from muster.coordinator.requests import (
+    CommitTopic,
+    CompleteTxn,
+    FetchGroup,
+    OffsetCommit,
+    OffsetDelete,
+    TxnOffsetCommit,
+)
 from muster.coordinator.responses import (
     FetchedGroup,
     FetchedPartition,
@@ -34,13 +41,29 @@ from muster.records.offsets_topic import (
 TP = tuple[str, int]
 
 
-def _all_errors(req: OffsetCommit, error: int) -> OffsetCommitResponse:
+def commit_response(
+    topics: tuple[CommitTopic, ...], errors: dict[TP, int] | int
+) -> OffsetCommitResponse:
+    """The answer to an (Txn)OffsetCommit: per-partition errors, or one for all."""
     return OffsetCommitResponse(
         tuple(
-            TopicErrors(t.name, tuple(PartitionError(p.partition, error) for p in t.partitions))
-            for t in req.topics
+            TopicErrors(
+                t.name,
+                tuple(
+                    PartitionError(
+                        p.partition,
+                        errors if isinstance(errors, int) else errors[(t.name, p.partition)],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in topics
         )
     )
+
+
+def _all_errors(req: OffsetCommit, error: int) -> OffsetCommitResponse:
+    return commit_response(req.topics, error)
 
 
 class OffsetManager:
@@ -121,22 +144,8 @@ class OffsetManager:
                 writes.append((tp, committed))
                 results[tp] = E.NONE
 
-        def response(errors: dict[TP, int]) -> OffsetCommitResponse:
-            return OffsetCommitResponse(
-                tuple(
-                    TopicErrors(
-                        t.name,
-                        tuple(
-                            PartitionError(p.partition, errors[(t.name, p.partition)])
-                            for p in t.partitions
-                        ),
-                    )
-                    for t in req.topics
-                )
-            )
-
         if not writes:
-            fx.reply(rid, response(results))
+            fx.reply(rid, commit_response(req.topics, results))
             return
         token = self.next_token
         self.next_token += 1
@@ -162,7 +171,96 @@ class OffsetManager:
                     current = group.offsets.get(tp)
                     if current is None or current.record_seq < committed.record_seq:
                         group.offsets[tp] = committed
-            fx2.reply(rid, response(results))
+            fx2.reply(rid, commit_response(req.topics, results))
+
+        fx.after_durable(durable)
+
+    # ---- TxnOffsetCommit and transaction completion ---------------------------
+
+    def txn_commit(self, fx: Effects, rid: int, req: TxnOffsetCommit) -> None:
+        """Kafka's handleTxnCommitOffsets: the records go to the log as one
+        transactional batch of the producer; once durable they are pending
+        for that producer until its marker commits or aborts them."""
+        group = self.store.get(req.group_id)
+        as_commit = OffsetCommit(
+            req.group_id, req.topics, req.generation_id, req.member_id, req.group_instance_id
+        )
+        if group is None:
+            if req.generation_id >= 0:
+                fx.reply(rid, _all_errors(as_commit, E.ILLEGAL_GENERATION))
+                return
+            group = self.store.get_or_create(req.group_id)
+            group.state_timestamp = fx.now
+        error = None
+        if group.is_(S.DEAD):
+            error = E.COORDINATOR_NOT_AVAILABLE
+        elif req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = group.validate_current_member(req.member_id, req.group_instance_id)
+            if error is None and req.generation_id != group.generation:
+                error = E.ILLEGAL_GENERATION
+        if error is not None:
+            fx.reply(rid, _all_errors(as_commit, error))
+            return
+        limit = self.store.cfg.offset_metadata_max_bytes
+        results: dict[TP, int] = {}
+        writes: list[tuple[TP, CommittedOffset]] = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition)
+                metadata = p.metadata or ""
+                if len(metadata) > limit:
+                    results[tp] = E.OFFSET_METADATA_TOO_LARGE
+                    continue
+                value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, fx.now, -1)
+                fx.record(offset_commit_record(group.group_id, topic.name, p.partition, value))
+                writes.append(
+                    (
+                        tp,
+                        CommittedOffset(
+                            p.offset, p.leader_epoch, metadata, fx.now, -1, self.next_seq
+                        ),
+                    )
+                )
+                self.next_seq += 1
+                results[tp] = E.NONE
+
+        if not writes:
+            fx.reply(rid, commit_response(req.topics, results))
+            return
+        fx.producer = (req.producer_id, req.producer_epoch)
+        pid = req.producer_id
+
+        def durable(error: int, fx2: Effects) -> None:
+            if error != E.NONE:
+                for tp, _ in writes:
+                    results[tp] = E.append_error_to_client(error)
+            else:
+                pending = group.txn_offsets.setdefault(pid, {})
+                for tp, committed in writes:
+                    pending[tp] = committed
+            fx2.reply(rid, commit_response(req.topics, results))
+
+        fx.after_durable(durable)
+
+    def complete_txn(self, fx: Effects, rid: int, req: CompleteTxn) -> None:
+        """Writes the marker; once it is durable a commit moves the producer's
+        pending offsets into the committed ones (unless a newer plain commit
+        of the same partition is already there, as Kafka decides by log
+        position), an abort drops them."""
+        fx.marker = (req.producer_id, req.producer_epoch, req.commit)
+        pid = req.producer_id
+
+        def durable(error: int, fx2: Effects) -> None:
+            if error == E.NONE:
+                for group in self.store:
+                    pending = group.txn_offsets.pop(pid, None)
+                    if not pending or not req.commit:
+                        continue
+                    for tp, committed in pending.items():
+                        current = group.offsets.get(tp)
+                        if current is None or current.record_seq < committed.record_seq:
+                            group.offsets[tp] = committed
+            fx2.reply(rid, error)
 
         fx.after_durable(durable)
 
@@ -182,7 +280,10 @@ class OffsetManager:
             )
 
         def one(tp: TP) -> FetchedPartition:
-            if require_stable and tp in group.pending_offsets:
+            if require_stable and (
+                tp in group.pending_offsets
+                or any(tp in pending for pending in group.txn_offsets.values())
+            ):
                 return FetchedPartition(tp[1], -1, -1, "", E.UNSTABLE_OFFSET_COMMIT)
             committed = group.offsets.get(tp)
             if committed is None:

@@ -47,9 +47,13 @@ class Result:
     timers: list[TimerOp] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
     on_durable: int | None = None
+    # the records are one transactional batch of this (producer id, epoch)
+    producer: tuple[int, int] | None = None
+    # instead of records: a transaction marker (producer id, epoch, commit)
+    marker: tuple[int, int, bool] | None = None
 
     @property
     def empty(self) -> bool:
-        return not (self.records or self.replies or self.timers or self.events) and (
+        return not (self.records or self.replies or self.timers or self.events or self.marker) and (
             self.on_durable is None
         )

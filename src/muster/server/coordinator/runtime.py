@@ -20,7 +20,7 @@ from muster.coordinator.runtime.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.port import LogError, PartitionLog
 from muster.records.batch import build_batch
-from muster.records.latest import Latest, collect_latest
+from muster.records.latest import Latest, TxnReplay, collect_latest
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -83,14 +83,17 @@ class ShardRuntime:
         offset = self.plog.log_start_offset
         end = self.plog.log_end_offset
         latest: Latest = {}
+        txns = TxnReplay()
         while offset < end:
             chunk = self.plog.read(offset, LOAD_CHUNK)
             # batches whose records were all compacted away still move us on
-            after = collect_latest(chunk, offset, latest)
+            after = collect_latest(chunk, offset, latest, txns)
             if after <= offset:
                 break  # nothing whole to read (a read returns at least one batch)
             offset = after
         self.shard.replay_latest(latest)
+        for producer_id, pending in txns.open.items():
+            self.shard.replay_txn_offsets(producer_id, pending)
         self.load_seconds = time.perf_counter() - started
         return len(latest)
 
@@ -172,7 +175,7 @@ class ShardRuntime:
                 self.publish_events(result.events)
             except Exception:
                 log.exception("could not record group events")
-        if not result.records:
+        if not result.records and result.marker is None:
             self._reply(result.replies)
             if result.on_durable is not None:
                 self._queue.put_nowait(_Work("written", (result.on_durable, 0)))
@@ -181,7 +184,21 @@ class ShardRuntime:
         self._writes.append(entry)
         try:
             now = now_ms()
-            self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
+            if result.marker is not None:
+                producer_id, epoch, commit = result.marker
+                self.plog.append_marker(producer_id, epoch, commit, 0, now)
+            elif result.producer is not None:
+                producer_id, epoch = result.producer
+                batch = build_batch(
+                    list(result.records),
+                    timestamp_ms=now,
+                    producer_id=producer_id,
+                    producer_epoch=epoch,
+                    transactional=True,
+                )
+                self.plog.append(batch, now, coordinator=True)
+            else:
+                self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
         except LogError as exc:
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)

@@ -1,18 +1,48 @@
-"""Fetch: whole stored batches, long-polled without busy-waiting."""
+"""Fetch: whole stored batches, long-polled without busy-waiting.
+
+read_committed (isolation_level 1) reads only below the last stable offset
+(LSO: the high watermark, or the first offset of the oldest ongoing
+transaction if lower) and gets the aborted transactions overlapping what it
+read, so the client can drop their records; read_uncommitted reads up to the
+high watermark. Both are told the LSO.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.log.port import PartitionLog
 from muster.server.state import BrokerState, RequestContext
+
+READ_COMMITTED = 1
+_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch
+_BASE_AND_DELTA = struct.Struct(">q15xi")  # base offset, last offset delta (byte 23)
+
+
+def last_stable_offset(plog: PartitionLog, high_watermark: int) -> int:
+    unstable = plog.first_unstable_offset(high_watermark)
+    return high_watermark if unstable is None or unstable > high_watermark else unstable
+
+
+def _end_offset(data: bytes) -> int:
+    """The offset after the last batch of a read (which holds whole batches)."""
+    pos = last = 0
+    n = len(data)
+    unpack = _BATCH_LENGTH.unpack_from
+    while pos + 12 <= n:
+        last = pos
+        pos += 12 + unpack(data, pos + 8)[0]
+    base, delta = _BASE_AND_DELTA.unpack_from(data, last)
+    return int(base + delta + 1)
 
 
 def _read_partition(
-    state: BrokerState, name: str, p: Any, budget: int, min_one: bool
+    state: BrokerState, name: str, p: Any, budget: int, min_one: bool, committed: bool
 ) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
     """(response entry, bytes returned, key to watch for new data or None)."""
     index = p.partition
@@ -31,21 +61,30 @@ def _read_partition(
         entry["error_code"] = ErrorCode.unknown_topic_or_partition
         return entry, 0, None
     visible = state.durability.visible_end(plog)
+    stable = last_stable_offset(plog, visible)
     start = plog.log_start_offset
-    entry.update(high_watermark=visible, last_stable_offset=visible, log_start_offset=start)
+    entry.update(high_watermark=visible, last_stable_offset=stable, log_start_offset=start)
     offset = p.fetch_offset
     if offset < start or offset > plog.log_end_offset:
         entry["error_code"] = ErrorCode.offset_out_of_range
         return entry, 0, None
-    if offset >= visible or budget <= 0:
+    if committed:
+        entry["aborted_transactions"] = []  # Kafka: a list, empty or not, for read_committed
+    upper = stable if committed else visible
+    if offset >= upper or budget <= 0:
         return entry, 0, (name, index)
     limit = min(p.partition_max_bytes, budget)
-    data = plog.read(offset, limit, upper=visible)
+    data = plog.read(offset, limit, upper=upper)
     if len(data) > limit and not min_one:
         # KIP-74: only the first partition with data may exceed the limits
         # (by one batch); a later one waits for the next fetch.
         data = b""
     entry["records"] = data
+    if committed and data:
+        entry["aborted_transactions"] = [
+            {"producer_id": pid, "first_offset": first}
+            for pid, first in plog.aborted_transactions(offset, _end_offset(data))
+        ]
     return entry, len(data), (name, index)
 
 
@@ -58,6 +97,7 @@ def _collect(
     errors = False
     watch: list[tuple[str, int]] = []
     budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
+    committed = req.isolation_level == READ_COMMITTED
     for topic in req.topics:
         name = ids.get(topic.topic_id, "") if by_id else topic.topic
         parts = []
@@ -77,7 +117,12 @@ def _collect(
             else:
                 # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
                 entry, size, key = _read_partition(
-                    state, name, p, budget if total else max(budget, 1), min_one=total == 0
+                    state,
+                    name,
+                    p,
+                    budget if total else max(budget, 1),
+                    min_one=total == 0,
+                    committed=committed,
                 )
             total += size
             budget -= size

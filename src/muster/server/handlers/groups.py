@@ -51,17 +51,21 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
     key_type = int(getattr(req, "key_type", GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:
-        if key_type != GROUP_KEY:
+        if key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "key": key,
                 "node_id": -1,
                 "host": "",
                 "port": -1,
-                "error_code": ErrorCode.coordinator_not_available,
-                "error_message": "transactions are not supported by this broker",
+                "error_code": ErrorCode.invalid_request,
+                "error_message": f"unknown coordinator key type {key_type}",
             }
-        shard = _coordinator(ctx).shard_for(key)
-        if not shard.loaded:
+        if key_type == TRANSACTION_KEY:
+            txns = ctx.state.extras.get("transactions")
+            loaded = txns is not None and txns.loaded
+        else:
+            loaded = _coordinator(ctx).shard_for(key).loaded
+        if not loaded:
             return {
                 "key": key,
                 "node_id": -1,

@@ -1,4 +1,9 @@
-"""ListOffsets: earliest, latest, by timestamp, max timestamp."""
+"""ListOffsets: earliest, latest, by timestamp, max timestamp.
+
+As in Kafka, only offsets a consumer could fetch are answered: LATEST is the
+high watermark, or the last stable offset for read_committed (v2+), and a
+timestamp lookup finding a record at or past it answers no offset.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.server.handlers.fetch import READ_COMMITTED, last_stable_offset
 from muster.server.state import RequestContext
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -13,6 +19,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
+    committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     topics = []
     for topic in req.topics:
         parts = []
@@ -28,21 +35,23 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if plog is None:
                 entry["error_code"] = ErrorCode.unknown_topic_or_partition
                 entry["leader_epoch"] = -1
-            elif p.timestamp == LATEST:
-                entry["offset"] = state.durability.visible_end(plog)
             elif p.timestamp == EARLIEST:
                 entry["offset"] = plog.log_start_offset
-            elif p.timestamp == MAX_TIMESTAMP:
-                found = plog.max_timestamp()
-                if found is not None:
-                    entry["offset"], entry["timestamp"] = found
-            elif p.timestamp < 0:
+            elif p.timestamp < 0 and p.timestamp not in (LATEST, MAX_TIMESTAMP):
                 entry["error_code"] = ErrorCode.unsupported_version
             else:
-                found = plog.offset_for_timestamp(p.timestamp)
-                visible = state.durability.visible_end(plog)
-                if found is not None and found[0] < visible:
-                    entry["offset"], entry["timestamp"] = found
+                fetchable = state.durability.visible_end(plog)
+                if committed:
+                    fetchable = last_stable_offset(plog, fetchable)
+                if p.timestamp == LATEST:
+                    entry["offset"] = fetchable
+                else:
+                    if p.timestamp == MAX_TIMESTAMP:
+                        found = plog.max_timestamp()
+                    else:
+                        found = plog.offset_for_timestamp(p.timestamp)
+                    if found is not None and found[0] < fetchable:
+                        entry["offset"], entry["timestamp"] = found
             if ctx.api_version == 0:
                 # v0 answers with a list of offsets (old_style_offsets), at most
                 # max_num_offsets of them; one is all a modern log can give.

@@ -14,7 +14,7 @@ from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", EVENTS_TOPIC})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
 NOT_REQUESTED = -2147483648  # Kafka's "authorized operations not requested"
 
 

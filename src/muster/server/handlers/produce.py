@@ -40,8 +40,6 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
         parts = []
         if acks not in (-1, 0, 1):
             topic_error = ErrorCode.invalid_required_acks
-        elif getattr(req, "transactional_id", None):
-            topic_error = ErrorCode.transactional_id_authorization_failed
         elif name in INTERNAL_TOPICS:
             # like Kafka: only the broker itself appends to its internal topics
             topic_error = ErrorCode.invalid_topic_exception

@@ -1,4 +1,5 @@
-"""InitProducerId for idempotent producers (no transactions)."""
+"""InitProducerId: idempotent producers, and transactional ones through the
+transaction coordinator."""
 
 from __future__ import annotations
 
@@ -6,21 +7,35 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.server.handlers.transactions import fenced_for_version, transaction_coordinator
 from muster.server.state import RequestContext
+
+# Versions before KIP-588 (InitProducerId v4) know no PRODUCER_FENCED
+_FENCED_SINCE = 4
 
 
 async def handle_init_producer_id(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if getattr(req, "transactional_id", None):
-        # Transactions are not implemented: say so instead of pretending.
+    txn_id = getattr(req, "transactional_id", None)
+    if txn_id is None:
         return {
             "throttle_time": 0,
-            "error_code": ErrorCode.transactional_id_authorization_failed,
-            "producer_id": -1,
-            "producer_epoch": -1,
+            "error_code": ErrorCode.none,
+            "producer_id": ctx.state.producer_ids.allocate(),
+            "producer_epoch": 0,
         }
+    coordinator = transaction_coordinator(ctx)
+    if coordinator is None or not coordinator.loaded:
+        error, pid, epoch = int(ErrorCode.coordinator_load_in_progress), -1, -1
+    else:
+        expected = None
+        given_pid = getattr(req, "producer_id", -1)
+        if given_pid is not None and given_pid >= 0:
+            expected = (int(given_pid), int(req.producer_epoch))
+        timeout_ms = int(req.transaction_timeout.total_seconds() * 1000)
+        error, pid, epoch = await coordinator.init_producer_id(txn_id, timeout_ms, expected)
     return {
         "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "producer_id": ctx.state.producer_ids.allocate(),
-        "producer_epoch": 0,
+        "error_code": ErrorCode(fenced_for_version(error, ctx.api_version, _FENCED_SINCE)),
+        "producer_id": pid,
+        "producer_epoch": epoch,
     }

@@ -13,7 +13,7 @@ from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
 from muster.log.manager import valid_topic_name
 from muster.server.state import RequestContext
 
-PROTECTED = frozenset({"__consumer_offsets", EVENTS_TOPIC})
+PROTECTED = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
 # Kafka topic configs accepted and kept, though one broker gives them no effect.
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {

@@ -101,6 +101,9 @@ class ClassicGroup:
     # and commits made durable before them (they return if those appends fail)
     clears: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     suppressed: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # transactional offsets per producer id, durable but not committed until
+    # the producer's transaction marker is written (Kafka's pendingTransactionalOffsetCommits)
+    txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
     # the last group record made durable (None: no record / tombstoned)
     persisted: GroupMetadataValue | None = None
     storing_generation: int | None = None  # SyncGroup's store in flight
@@ -290,4 +293,4 @@ class ClassicGroup:
         return max(self.clears.get(tp, ()), default=-1)
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offsets)
+        return bool(self.offsets) or bool(self.pending_offsets) or bool(self.txn_offsets)

@@ -1,0 +1,1 @@
+"""Kafka transactions: the pure transaction-coordinator state machine."""
