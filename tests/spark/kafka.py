@@ -23,6 +23,18 @@ class Produced:
     headers: tuple[tuple[str, bytes | None], ...] | None
 
 
+def read_sorted(spark: Any, bootstrap: str, topic: str, **options: str) -> list[Any]:
+    """A batch read of `topic` through format("muster"), rows by partition and offset."""
+    reader = (
+        spark.read.format("muster")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+    )
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load().orderBy("partition", "offset").collect()  # type: ignore[no-any-return]
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)

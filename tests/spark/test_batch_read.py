@@ -9,18 +9,11 @@ from typing import Any
 
 import pytest
 
-from tests.spark.kafka import Produced, create_topic, produce, produce_to, records
+from tests.spark.kafka import Produced, create_topic, produce, produce_to, read_sorted, records
 
 
 def _read(spark: Any, bootstrap: str, topic: str, **options: str) -> list[Any]:
-    reader = (
-        spark.read.format("muster")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-    )
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load().orderBy("partition", "offset").collect()
+    return read_sorted(spark, bootstrap, topic, **options)
 
 
 def _by_position(produced: list[Produced]) -> list[Produced]:

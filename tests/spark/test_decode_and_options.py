@@ -1,6 +1,7 @@
 """No-broker checks: record batches into Arrow (codecs, control batches, range
-bounds, the schema Spark demands), option checking, rate limiting, cutting
-ranges into input partitions, holding back small micro-batches."""
+bounds, read_committed's aborted transactions, the schema Spark demands),
+option checking, rate limiting, cutting ranges into input partitions, holding
+back small micro-batches."""
 
 from __future__ import annotations
 
@@ -64,6 +65,93 @@ def test_control_batches_are_skipped_and_bounds_respected() -> None:
     assert decode_into(cols, data, 2, 9) == 11
     assert list(cols.offsets) == [2, 3, 4, 6, 7, 8]
     assert cols.to_arrow("t", 0).schema.equals(arrow_schema(False))
+
+
+def _txn(base: int, n: int, pid: int, codec: int = compression.NONE) -> bytes:
+    """n records of producer `pid`'s transaction at base.."""
+    return _batch(base, n, codec, producer_id=pid, producer_epoch=0, transactional=True)
+
+
+def _marker(offset: int, pid: int, commit: bool) -> bytes:
+    key = b"\x00\x00\x00\x01" if commit else b"\x00\x00\x00\x00"  # COMMIT / ABORT
+    return build_batch(
+        [Record(key, b"\x00\x00\x00\x00\x00\x00")],
+        base_offset=offset,
+        producer_id=pid,
+        producer_epoch=0,
+        transactional=True,
+        control=True,
+    )
+
+
+def _transactions(codec: int = compression.NONE) -> bytes:
+    """Producer 7's transaction at 0..2 and 6..7, aborted (marker 8), with
+    producer 8's committed one at 3..5 between (marker 9); then producer 7's
+    next transaction at 10..11, committed (marker 12), and a plain batch at 13."""
+    return b"".join(
+        [
+            _txn(0, 3, 7, codec),
+            _txn(3, 3, 8, codec),
+            _txn(6, 2, 7, codec),
+            _marker(8, 7, commit=False),
+            _marker(9, 8, commit=True),
+            _txn(10, 2, 7, codec),
+            _marker(12, 7, commit=True),
+            _batch(13, 2, codec),
+        ]
+    )
+
+
+@pytest.mark.parametrize("codec", [compression.NONE, compression.LZ4])
+@pytest.mark.parametrize("with_headers", [True, False])  # False: the whole-batch fast path
+def test_read_committed_drops_aborted_transactions(codec: int, with_headers: bool) -> None:
+    data = _transactions(codec)
+    cols = Columns(with_headers=with_headers)
+    # read_committed with the aborted list of the Fetch answer: (producer, first offset)
+    assert decode_into(cols, data, 0, 100, [(7, 0)]) == 15
+    committed = [3, 4, 5, 10, 11, 13, 14]  # producer 7's later transaction is read
+    assert list(cols.offsets) == committed
+    rb = cols.to_arrow("t", 0)
+    assert rb.schema.equals(arrow_schema(with_headers))
+    assert rb.column("value").to_pylist() == [b"v" * (200 + o % 3) for o in [3, 4, 5]] + [
+        b"v" * 200,
+        b"v" * 201,
+        b"v" * 200,
+        b"v" * 201,
+    ]
+    # read_uncommitted (no aborted list, or an empty one): every data record
+    for aborted in (None, []):
+        cols = Columns(with_headers=with_headers)
+        assert decode_into(cols, data, 0, 100, aborted) == 15
+        assert list(cols.offsets) == [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 13, 14]
+
+
+def test_read_committed_within_range_bounds() -> None:
+    data = _transactions()
+    # an answer starting inside the aborted transaction (its first offset is
+    # before the range), a range ending inside producer 7's committed one
+    tail = data[data.index(_txn(6, 2, 7)) :]
+    cols = Columns(with_headers=False)
+    assert decode_into(cols, tail, 6, 11, [(7, 0)]) == 15  # past every whole batch
+    assert list(cols.offsets) == [10]
+    cols = Columns(with_headers=False)
+    assert decode_into(cols, data, 4, 100, [(7, 0)]) == 15
+    assert list(cols.offsets) == [4, 5, 10, 11, 13, 14]
+
+
+def test_isolation_level_option() -> None:
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    assert parse_source(base, streaming=False).isolation_level == 0  # Spark's default
+    opts = parse_source({**base, "Kafka.Isolation.Level": "read_committed"}, streaming=True)
+    assert opts.isolation_level == 1
+    assert (
+        parse_source({**base, "kafka.isolation.level": "read_uncommitted"}, False).isolation_level
+        == 0
+    )
+    with pytest.raises(ValueError, match="read_committed, read_uncommitted"):
+        parse_source({**base, "kafka.isolation.level": "serializable"}, streaming=False)
+    ranges = source.plan_ranges(opts, {TopicPartition("t", 0): 0}, {TopicPartition("t", 0): 10})
+    assert [r.fetch.isolation_level for r in ranges] == [1]
 
 
 def test_log_append_time_batches_use_the_batch_time() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from muster.client._runner import LoopThread
 from muster.client.config import Config
+from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import KafkaError, error_for
 from muster.client.net import Cluster, Connection
 from muster.client.types import TopicPartition
@@ -191,13 +192,18 @@ class AIOAdmin:
         _check(results, raise_errors)
         return results
 
-    async def list_offsets(self, specs: Mapping[Any, int | str]) -> dict[TopicPartition, int]:
-        """{tp: "earliest" | "latest" | timestamp_ms} -> {tp: offset} (-1: none)."""
+    async def list_offsets(
+        self, specs: Mapping[Any, int | str], isolation_level: int | str = "read_uncommitted"
+    ) -> dict[TopicPartition, int]:
+        """{tp: "earliest" | "latest" | timestamp_ms} -> {tp: offset} (-1: none).
+        With isolation_level="read_committed", "latest" is the last stable offset
+        (Java's ListOffsetsOptions; read_uncommitted by default, as Java's and
+        confluent-kafka's admin)."""
         wanted = {
             TopicPartition(*tp): OFFSET_SPECS[s] if isinstance(s, str) else int(s)
             for tp, s in specs.items()
         }
-        return await self.cluster.list_offsets(wanted)
+        return await self.cluster.list_offsets(wanted, isolation_level_of(isolation_level))
 
     # ------------------------------------------------------------ groups
 
@@ -371,8 +377,10 @@ class Admin:
     def create_partitions(self, new_counts: Mapping[str, int], **kw: Any) -> dict[str, Any]:
         return self._run(self._aio.create_partitions(new_counts, **kw))
 
-    def list_offsets(self, specs: Mapping[Any, int | str]) -> dict[TopicPartition, int]:
-        return self._run(self._aio.list_offsets(specs))
+    def list_offsets(
+        self, specs: Mapping[Any, int | str], isolation_level: int | str = "read_uncommitted"
+    ) -> dict[TopicPartition, int]:
+        return self._run(self._aio.list_offsets(specs, isolation_level))
 
     def list_groups(self) -> list[GroupListing]:
         return self._run(self._aio.list_groups())

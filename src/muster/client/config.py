@@ -45,3 +45,22 @@ class Config:
                 return False
             raise ConfigError(f"{key} must be a boolean, not {value!r}")
         return bool(value)
+
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+
+
+def isolation_level(value: Any, name: str = "isolation.level") -> int:
+    """The wire value (0 or 1) of an isolation level given by its Kafka name
+    (read_uncommitted / read_committed, any case) or as 0 / 1."""
+    if isinstance(value, int) and value in (READ_UNCOMMITTED, READ_COMMITTED):
+        return int(value)
+    level = ISOLATION_LEVELS.get(str(value).strip().lower())
+    if level is None:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: "
+            "String must be one of: read_committed, read_uncommitted"
+        )
+    return level

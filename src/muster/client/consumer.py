@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster.client._runner import LoopThread, wait_event, with_timeout
-from muster.client.config import Config
+from muster.client.config import READ_COMMITTED, Config, isolation_level
 from muster.client.core.fetcher import EARLIEST, LATEST, FetchManager
 from muster.client.core.membership import Event, GroupMembership, Request
 from muster.client.errors import (
@@ -55,6 +55,8 @@ DEFAULTS: dict[str, Any] = {
     "retry.backoff.ms": 100,
     "request.timeout.ms": 30_000,
     "client.rack": None,
+    # librdkafka's default (Java's is read_uncommitted): see the README
+    "isolation.level": "read_committed",
 }
 
 TP = tuple[str, int]
@@ -113,6 +115,7 @@ class AIOConsumer:
         if reset not in resets and reset not in ("none", "error"):
             raise ConfigError(f"auto.offset.reset {reset!r} is not earliest, latest or none")
         self.default_reset = resets.get(reset)
+        self.isolation_level = isolation_level(c.get("isolation.level"))
         self.auto_commit = c.bool("enable.auto.commit") and self.group_id is not None
         self.max_poll_records = c.int("max.poll.records")
         self.fetch_max_wait_ms = c.int("fetch.max.wait.ms")
@@ -151,6 +154,7 @@ class AIOConsumer:
             fetch_max_bytes=c.int("fetch.max.bytes"),
             partition_max_bytes=c.int("max.partition.fetch.bytes"),
             retry_backoff_ms=c.int("retry.backoff.ms"),
+            read_committed=self.isolation_level == READ_COMMITTED,
         )
         self._kick = asyncio.Event()
         self._errors: deque[KafkaError] = deque()
@@ -364,6 +368,12 @@ class AIOConsumer:
 
     def paused(self) -> set[TopicPartition]:
         return {tp for tp, p in self.fetcher.parts.items() if p.paused}
+
+    def lag(self, partition: Any) -> int | None:
+        """How far the position is behind the end of the partition as the last
+        Fetch answer said (the last stable offset with read_committed, the high
+        watermark without); None until both are known. Java's currentLag."""
+        return self.fetcher.lag(_tp(partition))
 
     def _targets(self, partitions: Iterable[Any] | None) -> list[TopicPartition]:
         if partitions is None:
@@ -650,8 +660,10 @@ class AIOConsumer:
     async def list_offsets(
         self, request: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int]:
-        """{tp: timestamp or EARLIEST/LATEST} -> {tp: offset}, asked of each leader."""
-        return await self.cluster.list_offsets(request)
+        """{tp: timestamp or EARLIEST/LATEST} -> {tp: offset}, asked of each leader
+        with the consumer's isolation level (read_committed: LATEST is the last
+        stable offset), as Java's endOffsets / offsetsForTimes."""
+        return await self.cluster.list_offsets(request, self.isolation_level)
 
     def _fetch_step(self) -> int | None:
         requests, wake_at = self.fetcher.poll(_now_ms(), self.cluster.leader_for)
@@ -773,6 +785,9 @@ class Consumer:
 
     def paused(self) -> set[TopicPartition]:
         return self._call(self._aio.paused)
+
+    def lag(self, partition: Any) -> int | None:
+        return self._call(self._aio.lag, partition)
 
     def member_state(self) -> str:
         m = self._aio.membership

@@ -431,9 +431,12 @@ class Cluster:
         leader = meta.partitions.get(partition)
         return None if leader is None or leader < 0 else leader
 
-    async def list_offsets(self, wanted: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    async def list_offsets(
+        self, wanted: Mapping[TopicPartition, int], isolation_level: int = 0
+    ) -> dict[TopicPartition, int]:
         """{tp: timestamp, or -2 earliest / -1 latest} -> {tp: offset}, each asked of its
-        leader; a partition without a known leader is UNKNOWN_TOPIC_OR_PARTITION."""
+        leader; a partition without a known leader is UNKNOWN_TOPIC_OR_PARTITION.
+        With isolation_level 1 (read_committed), -1 latest is the last stable offset."""
         missing = {tp.topic for tp in wanted if self.leader_for(*tp) is None}
         if missing:
             await self.refresh_metadata(missing | set(self.topics))
@@ -455,7 +458,7 @@ class Cluster:
                 _LIST_OFFSETS,
                 {
                     "replica_id": -1,
-                    "isolation_level": 0,
+                    "isolation_level": isolation_level,
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
                 },
             )

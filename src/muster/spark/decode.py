@@ -4,16 +4,21 @@ record batch of the source's schema.
 One pass per Kafka batch fills plain column lists / typed arrays; Arrow builds
 each column in C from them. Topic, partition and timestamp type are constant
 per batch and never materialised per record in Python. Control batches
-(transaction markers) and records outside [start, end) are skipped.
+(transaction markers) and records outside [start, end) are skipped; for
+read_committed, so are the records of the aborted transactions a Fetch answer
+lists (Kafka's Java consumer's rule, `committed_batches`), only ever looked at
+when it lists some.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from muster.client.core.decode import Aborted, committed_batches
 from muster.log.port import CorruptRecordError
 from muster.records.batch import (
     COMPRESSION_MASK,
@@ -70,14 +75,22 @@ class Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def decode_into(cols: Columns, data: bytes | memoryview, start: int, end: int) -> int:
-    """Appends the records of `data` with start <= offset < end to `cols`;
-    returns the offset after the last whole batch in `data` (the next fetch
-    position), which can exceed the last record's offset + 1 (control batches,
-    compaction)."""
+def decode_into(
+    cols: Columns,
+    data: bytes | memoryview,
+    start: int,
+    end: int,
+    aborted: Iterable[Aborted] | None = None,
+) -> int:
+    """Appends the records of `data` with start <= offset < end to `cols`,
+    less those of `aborted` transactions (read_committed: the (producer id,
+    first offset) pairs its Fetch answer listed); returns the offset after the
+    last whole batch in `data` (the next fetch position), which can exceed the
+    last record's offset + 1 (control batches, aborted batches, compaction)."""
     next_offset = start
     try:
-        for header in iter_batches(data):
+        batches = committed_batches(data, aborted) if aborted else iter_batches(data)
+        for header in batches:
             batch_end = header.base_offset + header.last_offset_delta + 1
             if batch_end <= start:
                 continue

@@ -5,6 +5,10 @@ and a `Cluster` of muster's client for the life of the iterator (readers are
 pickled: nothing here exists before `read()` starts). Each Fetch answer's
 record bytes are decoded straight into one Arrow batch; the next Fetch is sent
 before the current answer is decoded, so the broker works while we decode.
+
+With kafka.isolation.level=read_committed the Fetch asks for isolation level
+1: the broker answers only below the last stable offset and lists the aborted
+transactions overlapping the answer, whose records the decoder drops.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class FetchRange:
     fail_on_data_loss: bool
     max_bytes: int
     timeout_s: float
+    isolation_level: int = 0  # 1: read_committed
 
 
 def data_loss_message(what: str) -> str:
@@ -85,7 +90,7 @@ class RangeReader:
             "max_wait": 500,
             "min_bytes": 1,
             "max_bytes": r.max_bytes,
-            "isolation_level": 0,
+            "isolation_level": r.isolation_level,
             "session_id": 0,
             "session_epoch": -1,
             "topics": [
@@ -124,7 +129,7 @@ class RangeReader:
 
     def _earliest(self) -> int:
         tp = TopicPartition(self.r.topic, self.r.partition)
-        return int(self._run(self.cluster.list_offsets({tp: -2}))[tp])
+        return int(self._run(self.cluster.list_offsets({tp: -2}, self.r.isolation_level))[tp])
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         r = self.r
@@ -162,7 +167,12 @@ class RangeReader:
             if type(data) is not bytes:
                 data = bytes(data)
             cols = Columns(r.include_headers)
-            next_position = decode_into(cols, data, position, r.end) if data else position
+            aborted = None
+            if r.isolation_level and p.aborted_transactions:
+                aborted = [
+                    (int(a.producer_id), int(a.first_offset)) for a in p.aborted_transactions
+                ]
+            next_position = decode_into(cols, data, position, r.end, aborted) if data else position
             if next_position > position:
                 deadline = time.monotonic() + r.timeout_s * 4
                 if next_position < r.end:  # overlap the next fetch with the Arrow build

@@ -72,9 +72,13 @@ class OffsetResolver:
         )
 
     def list_offsets(self, wanted: Mapping[TopicPartition, int]) -> Offsets:
+        """Asked with the source's isolation level, as Spark's Kafka source asks
+        with its consumer's: with read_committed, "latest" is the last stable
+        offset, so no range reaches into an open transaction."""
         if not wanted:
             return {}
-        return {TopicPartition(*tp): int(o) for tp, o in self.admin.list_offsets(wanted).items()}
+        found = self.admin.list_offsets(wanted, self.opts.isolation_level)
+        return {TopicPartition(*tp): int(o) for tp, o in found.items()}
 
     def earliest(self, tps: Iterable[TopicPartition]) -> Offsets:
         return self.list_offsets(dict.fromkeys(tps, EARLIEST))

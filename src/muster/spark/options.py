@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from muster.client.config import READ_UNCOMMITTED
+from muster.client.config import isolation_level as isolation_level_of
+from muster.client.errors import ConfigError
+
 EARLIEST = -2
 LATEST = -1
 
@@ -66,6 +70,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     commit_to_group: str | None = None
+    isolation_level: int = READ_UNCOMMITTED  # kafka.isolation.level: 0 or 1 (read_committed)
     fetch_max_bytes: int = 4 * 1024 * 1024
     request_timeout_s: float = 30.0
     poll_timeout_s: float = 120.0
@@ -237,6 +242,12 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
     if strategy not in ("error", "latest"):
         raise ValueError("startingOffsetsByTimestampStrategy must be 'error' or 'latest'")
     group = opts.get("committogroup", "").strip() or None
+    try:
+        isolation = isolation_level_of(
+            opts.get("kafka.isolation.level", "read_uncommitted"), "isolation.level"
+        )
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
     return SourceOptions(
         bootstrap=bootstrap,
         strategy=kind,
@@ -253,6 +264,7 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
         fail_on_data_loss=_bool(opts.get("failondataloss", "true"), "failOnDataLoss"),
         include_headers=_bool(opts.get("includeheaders", "false"), "includeHeaders"),
         commit_to_group=group,
+        isolation_level=isolation,
         fetch_max_bytes=int(opts.get("kafka.max.partition.fetch.bytes", 4 * 1024 * 1024)),
         request_timeout_s=int(opts.get("kafka.request.timeout.ms", 30_000)) / 1000,
         poll_timeout_s=int(opts.get("kafkaconsumer.polltimeoutms", 120_000)) / 1000,

@@ -69,6 +69,7 @@ def plan_ranges(opts: SourceOptions, start: Offsets, end: Offsets) -> list[Kafka
                 opts.fail_on_data_loss,
                 opts.fetch_max_bytes,
                 opts.request_timeout_s,
+                opts.isolation_level,
             )
         )
         for tp, b, u in spans

@@ -15,6 +15,12 @@ leave the decoding to `take_records()`, which hands out up to
 `max.poll.records` and advances positions). Errors the app must see
 (offset out of range with no reset policy, unexpected partition errors,
 corrupt batches) collect in `errors`; the driver raises them from `poll`.
+
+With `read_committed`, Fetch and ListOffsets ask for isolation level 1, as
+Kafka's Java consumer: answers end at the last stable offset (LSO), the
+aborted transactions an answer lists travel with its raw bytes to the
+decoder, which drops their records, and the LSO instead of the high
+watermark bounds prefetching and the lag.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from muster.client.core.decode import decode_records, scan_batches
+from muster.client.core.decode import Aborted, decode_records, scan_batches
 from muster.client.core.membership import Request
 from muster.client.errors import KafkaError, OffsetError, ProtocolError, error_for
 from muster.client.types import ConsumerRecord, TopicPartition
@@ -46,6 +52,7 @@ class PartitionState:
     reset: int | None = None  # EARLIEST/LATEST when a reset is pending
     paused: bool = False
     high_watermark: int = -1
+    last_stable_offset: int = -1
 
 
 @dataclass(slots=True, eq=False)
@@ -59,6 +66,7 @@ class Completed:
     next_offset: int
     records: list[ConsumerRecord] | None = None
     index: int = 0
+    aborted: list[Aborted] | None = None  # read_committed: the answer's aborted transactions
 
 
 class FetchManager:
@@ -73,8 +81,11 @@ class FetchManager:
         fetch_max_bytes: int = 52_428_800,
         partition_max_bytes: int = 1_048_576,
         retry_backoff_ms: int = 100,
+        read_committed: bool = False,
     ) -> None:
         self.default_reset = default_reset
+        self.read_committed = read_committed
+        self.isolation_level = 1 if read_committed else 0
         self.use_committed = use_committed
         self.max_poll_records = max_poll_records
         self.fetch_max_wait_ms = fetch_max_wait_ms
@@ -128,6 +139,21 @@ class FetchManager:
 
     def position(self, tp: TopicPartition) -> int | None:
         return self._part(tp).position
+
+    def end_offset(self, tp: TopicPartition) -> int | None:
+        """Where the records `tp` may hand out end, as the last Fetch answer
+        said: the last stable offset with read_committed, else the high
+        watermark (None before any answer)."""
+        part = self._part(tp)
+        end = part.high_watermark
+        if self.read_committed and part.last_stable_offset >= 0:
+            end = part.last_stable_offset
+        return end if end >= 0 else None
+
+    def lag(self, tp: TopicPartition) -> int | None:
+        """Java's currentLag: end_offset - position, None while either is unknown."""
+        end, position = self.end_offset(tp), self.position(tp)
+        return None if end is None or position is None else max(0, end - position)
 
     def consumed(self) -> dict[tuple[str, int], int]:
         return {tp: p.position for tp, p in self.parts.items() if p.position is not None}
@@ -194,7 +220,7 @@ class FetchManager:
                 )
             body = {
                 "replica_id": -1,
-                "isolation_level": 0,
+                "isolation_level": self.isolation_level,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             }
             out.append(Request("list_offsets", LIST_OFFSETS, body, "node", wanted, leader))
@@ -216,9 +242,10 @@ class FetchManager:
                     draining.add(leader)
                 # Prefetch: while the app drains one answer, fetch what follows
                 # it if the broker has said there is more (below the high
-                # watermark; no long poll, so never an empty spin at the end).
+                # watermark, or with read_committed the last stable offset; no
+                # long poll, so never an empty spin at the end).
                 end = chain[-1].next_offset
-                if len(chain) >= PREFETCH or end >= part.high_watermark or tp in in_flight:
+                if len(chain) >= PREFETCH or end >= self._fetchable(part) or tp in in_flight:
                     continue
                 position = end
             elif part.position is None or tp in in_flight:
@@ -250,7 +277,7 @@ class FetchManager:
                 "max_wait": 0 if leader in draining else self.fetch_max_wait_ms,
                 "min_bytes": self.fetch_min_bytes,
                 "max_bytes": self.fetch_max_bytes,
-                "isolation_level": 0,
+                "isolation_level": self.isolation_level,
                 "session_id": 0,
                 "session_epoch": -1,  # no fetch session: every fetch is full
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
@@ -287,7 +314,7 @@ class FetchManager:
         dropped with what is buffered behind it, so its partition stays at
         that offset (the next fetch asks for it again)."""
         try:
-            c.records = decode_records(c.tp, c.data, c.fetch_offset)[0]
+            c.records = decode_records(c.tp, c.data, c.fetch_offset, c.aborted)[0]
         except ProtocolError as exc:
             self.errors.append(exc)
             self._drop_buffered({c.tp})
@@ -392,6 +419,7 @@ class FetchManager:
                     self.errors.append(error_for(code, f"Fetch {tp.topic}-{tp.partition}"))
                     continue
                 part.high_watermark = int(p.high_watermark)
+                part.last_stable_offset = int(getattr(p, "last_stable_offset", -1))
                 data = p.records
                 if not data:
                     continue
@@ -401,7 +429,21 @@ class FetchManager:
                     self.errors.append(exc)
                     continue
                 if next_offset > fetch_offset:
-                    self.buffer.append(Completed(tp, fetch_offset, data, next_offset))
+                    completed = Completed(tp, fetch_offset, data, next_offset)
+                    if self.read_committed and p.aborted_transactions:
+                        completed.aborted = [
+                            (int(a.producer_id), int(a.first_offset))
+                            for a in p.aborted_transactions
+                        ]
+                    self.buffer.append(completed)
+
+    def _fetchable(self, part: PartitionState) -> int:
+        """The end of what a fetch can return now: the last stable offset with
+        read_committed (an open transaction holds it back), the high watermark
+        without."""
+        if self.read_committed and part.last_stable_offset >= 0:
+            return part.last_stable_offset
+        return part.high_watermark
 
     def _next_fetch_offset(self, tp: TopicPartition, part: PartitionState) -> int | None:
         """Where the next answer for `tp` must start: after its last buffered
