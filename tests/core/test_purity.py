@@ -1,4 +1,5 @@
-"""The coordinator core stays pure: no asyncio, sockets, clocks or server/client imports."""
+"""The coordinator cores (groups and transactions) stay pure: no asyncio,
+sockets, clocks or server/client imports."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import muster.coordinator
 import muster.records.offsets_topic
+import muster.records.transaction_log
+import muster.transactions
 
 FORBIDDEN_MODULES = (
     "asyncio",
@@ -23,7 +26,13 @@ FORBIDDEN_CALLS = ("time.time", "time.monotonic", "datetime.now", "datetime.utcn
 
 def _files() -> list[Path]:
     root = Path(muster.coordinator.__file__).parent
-    return [*sorted(root.rglob("*.py")), Path(muster.records.offsets_topic.__file__)]
+    txn_root = Path(muster.transactions.__file__).parent
+    return [
+        *sorted(root.rglob("*.py")),
+        *sorted(txn_root.rglob("*.py")),
+        Path(muster.records.offsets_topic.__file__),
+        Path(muster.records.transaction_log.__file__),
+    ]
 
 
 def _forbidden(name: str) -> bool:
