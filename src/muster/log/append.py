@@ -10,6 +10,7 @@ marker would end someone else's transaction.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from muster.log.config import LogConfig
@@ -24,6 +25,7 @@ from muster.records.batch import (
     set_log_append_time,
     validate_batches,
 )
+from muster.records.control import end_txn_marker
 
 _INT64 = struct.Struct(">q")
 
@@ -98,3 +100,25 @@ def prepare_append(
         batches.append((offset, nxt, max_ts, pos, h.batch_length + LOG_OVERHEAD))
         offset = nxt
     return PreparedAppend(buf, batches, pending, next_offset, offset, now_ms if log_append else -1)
+
+
+def append_end_marker(
+    append: Callable[[bytes, int, bool], AppendInfo],
+    producers: ProducerStateManager,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    now_ms: int,
+    flushed_offset: int,
+) -> AppendInfo:
+    """A log's append_marker: checks the epoch, writes the control batch with
+    `append(records, now_ms, marker=True)`, then ends the producer's
+    transaction in `producers` at the marker's offset."""
+    producers.check_marker(producer_id, producer_epoch)
+    marker = end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+    info = append(marker, now_ms, True)
+    producers.end_txn(producer_id, producer_epoch, commit, info.base_offset)
+    producers.prune(info.log_start_offset)
+    producers.settle(flushed_offset)
+    return info

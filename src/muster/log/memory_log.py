@@ -12,13 +12,12 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from muster.log.append import PreparedAppend, prepare_append
+from muster.log.append import PreparedAppend, append_end_marker, prepare_append
 from muster.log.cleaner import CleanStats, add_to_map, filter_batch
 from muster.log.config import LogConfig
 from muster.log.port import AppendInfo, OffsetOutOfRangeError
 from muster.log.producer_state import ProducerStateManager
 from muster.records.batch import decode_batch
-from muster.records.control import end_txn_marker
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,12 +94,16 @@ class MemoryLog:
         coordinator_epoch: int,
         now_ms: int,
     ) -> AppendInfo:
-        self.producers.check_marker(producer_id, producer_epoch)
-        marker = end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        info = self._append(marker, now_ms, True)
-        self.producers.end_txn(producer_id, producer_epoch, commit, info.base_offset)
-        self.producers.settle(self._flushed)
-        return info
+        return append_end_marker(
+            self._append,
+            self.producers,
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch,
+            now_ms,
+            self._flushed,
+        )
 
     @_locked
     def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:

@@ -102,15 +102,14 @@ class ProducerStateManager:
             raise InvalidProducerEpochError(
                 f"producer {h.producer_id} epoch {epoch} is older than {entry.epoch}"
             )
-        if not check_sequence:
-            pass  # a coordinator's batch: only its epoch counts
-        elif epoch > entry.epoch:
+        # a coordinator's batch (check_sequence False) has no sequence: only its epoch counts
+        if check_sequence and epoch > entry.epoch:
             if first_seq != 0:
                 raise OutOfOrderSequenceError(
                     f"producer {h.producer_id}: new epoch {epoch} must start at sequence 0,"
                     f" got {first_seq}"
                 )
-        else:
+        elif check_sequence:
             last_seq = h.last_sequence
             for meta in entry.batches:
                 if meta.first_seq == first_seq and meta.last_seq == last_seq:

@@ -30,14 +30,14 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Any
 
-from muster.log.append import prepare_append
+from muster.log.append import append_end_marker, prepare_append
 from muster.log.cleaner import CleanStats, clean_segment_log
 from muster.log.config import LogConfig
 from muster.log.port import AppendInfo, OffsetOutOfRangeError
 from muster.log.producer_state import ProducerStateManager
 from muster.log.segment import Segment, segment_name
 from muster.records.batch import CONTROL_MASK, decode_batch
-from muster.records.control import control_type, end_txn_marker
+from muster.records.control import control_type
 
 PRODUCER_SNAPSHOT = "producer-state.json"
 # the log start offset DeleteRecords moved into a segment (Kafka's
@@ -302,15 +302,18 @@ class SegmentLog:
         coordinator_epoch: int,
         now_ms: int,
     ) -> AppendInfo:
-        self.producers.check_marker(producer_id, producer_epoch)
-        marker = end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        info = self._append(marker, now_ms, True)
-        self.producers.end_txn(producer_id, producer_epoch, commit, info.base_offset)
         # here, on the appending thread: retention and flush (other threads)
-        # only move the offsets these go by
-        self.producers.prune(info.log_start_offset)
-        self.producers.settle(self._flushed)
-        return info
+        # only move the offsets the producer state is pruned and settled by
+        return append_end_marker(
+            self._append,
+            self.producers,
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch,
+            now_ms,
+            self._flushed,
+        )
 
     def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
         return self.producers.first_unstable_offset(high_watermark)
@@ -382,9 +385,7 @@ class SegmentLog:
         segs, bases = self._view
         if offset == end:
             return b""
-        start = segs[0].base_offset
-        if start < self._start_floor:
-            start = min(self._start_floor, end)
+        start = self.log_start_offset
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(
                 f"offset {offset} outside [{start}, {end}] of {self.topic}-{self.partition}"

@@ -24,7 +24,7 @@ from muster.coordinator import requests as rq
 from muster.coordinator.runtime.partitioning import partition_for
 from muster.log.port import LogError
 from muster.records.batch import build_batch
-from muster.records.latest import Latest, collect_latest
+from muster.records.latest import collect_log
 from muster.records.transaction_log import (
     decode_txn_key,
     decode_txn_value,
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 TXN_TOPIC = "__transaction_state"
 TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 << 20)}
 COORDINATOR_NOT_AVAILABLE = 15
-LOAD_CHUNK = 8 << 20
 
 
 class TransactionCoordinator:
@@ -78,14 +77,7 @@ class TransactionCoordinator:
             plog = self.state.logs.get(TXN_TOPIC, p)
             if plog is None:
                 continue
-            latest: Latest = {}
-            offset, end = plog.log_start_offset, plog.log_end_offset
-            while offset < end:
-                after = collect_latest(plog.read(offset, LOAD_CHUNK), offset, latest)
-                if after <= offset:
-                    break
-                offset = after
-            for key, (_, value) in latest.items():
+            for key, (_, value) in collect_log(plog).items():
                 txn_id = decode_txn_key(bytes(key))
                 if txn_id is None:
                     continue

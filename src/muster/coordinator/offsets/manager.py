@@ -111,11 +111,19 @@ class OffsetManager:
             return E.UNKNOWN_MEMBER_ID  # only members commit to a live group
         return None
 
-    def _store_offsets(self, group: ClassicGroup, fx: Effects, rid: int, req: OffsetCommit) -> None:
+    def _offset_records(
+        self,
+        group: ClassicGroup,
+        fx: Effects,
+        topics: tuple[CommitTopic, ...],
+        retention_time_ms: int = -1,
+    ) -> tuple[dict[TP, int], list[tuple[TP, CommittedOffset]]]:
+        """Records the commit records of an (Txn)OffsetCommit; returns the
+        per-partition results and the offsets written, in record order."""
         limit = self.store.cfg.offset_metadata_max_bytes
         results: dict[TP, int] = {}
         writes: list[tuple[TP, CommittedOffset]] = []
-        for topic in req.topics:
+        for topic in topics:
             for p in topic.partitions:
                 tp = (topic.name, p.partition)
                 metadata = p.metadata or ""
@@ -123,7 +131,7 @@ class OffsetManager:
                     results[tp] = E.OFFSET_METADATA_TOO_LARGE
                     continue
                 commit_ts = p.commit_timestamp if p.commit_timestamp >= 0 else fx.now
-                expire_ts = fx.now + req.retention_time_ms if req.retention_time_ms >= 0 else -1
+                expire_ts = fx.now + retention_time_ms if retention_time_ms >= 0 else -1
                 value = OffsetCommitValue(
                     offset=p.offset,
                     leader_epoch=p.leader_epoch if expire_ts < 0 else -1,
@@ -143,7 +151,10 @@ class OffsetManager:
                 self.next_seq += 1
                 writes.append((tp, committed))
                 results[tp] = E.NONE
+        return results, writes
 
+    def _store_offsets(self, group: ClassicGroup, fx: Effects, rid: int, req: OffsetCommit) -> None:
+        results, writes = self._offset_records(group, fx, req.topics, req.retention_time_ms)
         if not writes:
             fx.reply(rid, commit_response(req.topics, results))
             return
@@ -201,29 +212,7 @@ class OffsetManager:
         if error is not None:
             fx.reply(rid, _all_errors(as_commit, error))
             return
-        limit = self.store.cfg.offset_metadata_max_bytes
-        results: dict[TP, int] = {}
-        writes: list[tuple[TP, CommittedOffset]] = []
-        for topic in req.topics:
-            for p in topic.partitions:
-                tp = (topic.name, p.partition)
-                metadata = p.metadata or ""
-                if len(metadata) > limit:
-                    results[tp] = E.OFFSET_METADATA_TOO_LARGE
-                    continue
-                value = OffsetCommitValue(p.offset, p.leader_epoch, metadata, fx.now, -1)
-                fx.record(offset_commit_record(group.group_id, topic.name, p.partition, value))
-                writes.append(
-                    (
-                        tp,
-                        CommittedOffset(
-                            p.offset, p.leader_epoch, metadata, fx.now, -1, self.next_seq
-                        ),
-                    )
-                )
-                self.next_seq += 1
-                results[tp] = E.NONE
-
+        results, writes = self._offset_records(group, fx, req.topics)
         if not writes:
             fx.reply(rid, commit_response(req.topics, results))
             return

@@ -20,14 +20,13 @@ from muster.coordinator.runtime.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.port import LogError, PartitionLog
 from muster.records.batch import build_batch
-from muster.records.latest import Latest, TxnReplay, collect_latest
+from muster.records.latest import TxnReplay, collect_log
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_CHUNK = 8 << 20
 STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
 SHARD_CACHE_SIZE = 10_000
 
@@ -80,17 +79,8 @@ class ShardRuntime:
         that were overwritten later are never decoded.
         """
         started = time.perf_counter()
-        offset = self.plog.log_start_offset
-        end = self.plog.log_end_offset
-        latest: Latest = {}
         txns = TxnReplay()
-        while offset < end:
-            chunk = self.plog.read(offset, LOAD_CHUNK)
-            # batches whose records were all compacted away still move us on
-            after = collect_latest(chunk, offset, latest, txns)
-            if after <= offset:
-                break  # nothing whole to read (a read returns at least one batch)
-            offset = after
+        latest = collect_log(self.plog, txns)
         self.shard.replay_latest(latest)
         for producer_id, pending in txns.open.items():
             self.shard.replay_txn_offsets(producer_id, pending)
