@@ -58,6 +58,12 @@ PROPERTIES: tuple[Property, ...] = (
     ),
     Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
     Property("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
+    Property(
+        "max.incremental.fetch.session.cache.slots",
+        int,
+        1000,
+        "Incremental fetch sessions (KIP-227) kept at once.",
+    ),
     Property("offsets.topic.num.partitions", int, 50, "Partitions of __consumer_offsets."),
     Property("offsets.retention.minutes", int, 10080, "Committed offsets expire after this."),
     Property("offsets.retention.check.interval.ms", int, 600000, "How often offsets expire."),

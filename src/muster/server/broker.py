@@ -16,6 +16,7 @@ from muster.server.connection import Connection
 from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
+from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.metrics import BrokerMetrics
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
@@ -52,6 +53,9 @@ class Broker:
             durability=durability,
             notifier=notifier,
             producer_ids=ProducerIdAllocator(data_dir / "producer-ids.json"),
+            fetch_sessions=FetchSessionCache(
+                int(self.config["max.incremental.fetch.session.cache.slots"])
+            ),
         )
         self.state.extras["api_table"] = self.table
         self.metrics = BrokerMetrics()
