@@ -274,10 +274,10 @@ class Harness:
             for g in shard.groups():
                 # at rest, live state is what the last group record says (unless
                 # the latest store failed: then the log keeps the older record)
-                if at_rest(g):
-                    assert _norm(g.to_record()) == _norm(g.persisted), g.group_id
+                if at_rest(shard, g):
+                    assert _norm(g.to_record()) == _norm(shard.persisted(g.group_id)), g.group_id
         for g in self.shard.groups():
-            if at_rest(g):
+            if at_rest(self.shard, g):
                 other = fresh.group(g.group_id)
                 assert other is not None
                 assert other.state == g.state
@@ -285,9 +285,9 @@ class Harness:
         return fresh
 
 
-def at_rest(g: Any) -> bool:
+def at_rest(shard: CoordinatorShard, g: Any) -> bool:
     return (
-        g.persisted is not None
+        shard.persisted(g.group_id) is not None
         and g.state.value in ("Stable", "Empty")
         and g.persisted_seq == g.store_seq
     )

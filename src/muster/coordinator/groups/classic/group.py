@@ -94,18 +94,9 @@ class ClassicGroup:
     initial_delay_ms: int = 0
     initial_remaining_ms: int = 0
     trace: RebalanceTrace | None = None
-    # offsets
-    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
-    pending_offsets: dict[tuple[str, int], set[int]] = field(default_factory=dict)
-    # record positions of tombstones per partition not known to have failed,
-    # and commits made durable before them (they return if those appends fail)
-    clears: dict[tuple[str, int], set[int]] = field(default_factory=dict)
-    suppressed: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
-    # transactional offsets per producer id, durable but not committed until
-    # the producer's transaction marker is written (Kafka's pendingTransactionalOffsetCommits)
-    txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
-    # the last group record made durable (None: no record / tombstoned)
-    persisted: GroupMetadataValue | None = None
+    # bookkeeping of this group's GroupMetadata writes (transient): stores
+    # appended so far and the last one known durable, in append order; the
+    # record itself is durable state of the GroupStore (`GroupStore.persisted`)
     storing_generation: int | None = None  # SyncGroup's store in flight
     store_seq: int = 0  # group records appended so far (orders their completions)
     persisted_seq: int = 0
@@ -287,10 +278,3 @@ class ClassicGroup:
             current_state_timestamp=-1 if self.state_timestamp is None else self.state_timestamp,
             members=members,
         )
-
-    def cleared(self, tp: tuple[str, int]) -> int:
-        """Position of the newest tombstone for tp that has not failed (-1: none)."""
-        return max(self.clears.get(tp, ()), default=-1)
-
-    def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offsets) or bool(self.txn_offsets)

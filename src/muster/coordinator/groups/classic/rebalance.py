@@ -5,6 +5,7 @@ store the group (spec §4-§6)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
@@ -42,20 +43,24 @@ def store_group(
     assignment: dict[str, bytes] | None,
     then: Callable[[int, Effects], None] | None = None,
 ) -> None:
-    """Append the group's metadata record; `then(error, fx)` runs once durable."""
-    value = group.to_record(assignment)
-    fx.record(group_metadata_record(group.group_id, value))
+    """Append the group's metadata record (the shard replays it once durable);
+    `then(error, fx)` runs after that."""
+    fx.record(group_metadata_record(group.group_id, group.to_record(assignment)))
     group.store_seq += 1
-    seq = group.store_seq
+    fx.after_durable(partial(_stored, group, group.store_seq, then))
 
-    def done(error: int, fx2: Effects) -> None:
-        if error == E.NONE and seq > group.persisted_seq:
-            group.persisted = value
-            group.persisted_seq = seq
-        if then is not None:
-            then(error, fx2)
 
-    fx.after_durable(done)
+def _stored(
+    group: ClassicGroup,
+    seq: int,
+    then: Callable[[int, Effects], None] | None,
+    error: int,
+    fx: Effects,
+) -> None:
+    if error == E.NONE and seq > group.persisted_seq:
+        group.persisted_seq = seq
+    if then is not None:
+        then(error, fx)
 
 
 def schedule_heartbeat(group: ClassicGroup, member: Member, fx: Effects) -> None:
