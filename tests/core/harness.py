@@ -10,7 +10,7 @@ from typing import Any
 from muster.coordinator import requests as rq
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.subscription import encode_subscription
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard, durable_state
 
 DEFAULTS = dict(

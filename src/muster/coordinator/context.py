@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from muster.coordinator.runtime.result import Cancel, Record, Schedule, TimerOp
+from muster.coordinator.result import Cancel, Record, Schedule, TimerOp
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default

@@ -8,16 +8,16 @@ partition. The runtime drives it serially:
     result = shard.on_timer(key, now_ms)
     result = shard.complete_write(token, error_code, now_ms)
 
-See muster.coordinator.runtime.result for what a Result obliges the runtime
+See muster.coordinator.result for what a Result obliges the runtime
 to do. Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from muster.coordinator import errors as E
@@ -32,18 +32,15 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
-from muster.coordinator.groups.classic import admin, join, membership, rebalance
-from muster.coordinator.groups.classic.group import ClassicGroup, CommittedOffset, Member
+from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
+from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore, random_member_id
-from muster.coordinator.offsets.manager import (
-    OffsetManager,
-    commit_response,
-    drop_committed,
-    put_committed,
-)
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.coordinator.runtime.result import Cancel, Record, Result, Schedule
+from muster.coordinator.offsets.load import replay_latest
+from muster.coordinator.offsets.manager import OffsetManager, commit_response
+from muster.coordinator.offsets.state import CommittedOffset
+from muster.coordinator.partitioning import partition_for
+from muster.coordinator.result import Cancel, Record, Result, Schedule
 from muster.records.offsets_topic import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -65,10 +62,6 @@ class _Write:
     marker: tuple[int, int, bool] | None
     continuations: list[Continuation]
 
-
-# OffsetCommitValue v3 with empty metadata: version, offset, leader epoch, metadata
-# length (0), commit timestamp
-_V3_EMPTY_METADATA = struct.Struct(">hqihq")
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (
@@ -128,13 +121,13 @@ class CoordinatorShard:
         group = self.store.get(tkey.group_id)
         if group is not None:
             if tkey.kind == "heartbeat":
-                membership.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
+                liveness.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
             elif tkey.kind == "pending":
-                membership.on_pending_timer(self.store, group, tkey.member_id, fx)
+                liveness.on_pending_timer(self.store, group, tkey.member_id, fx)
             elif tkey.kind == "join":
                 rebalance.on_join_timer(self.store, group, fx)
             elif tkey.kind == "sync":
-                membership.on_sync_timer(self.store, group, fx)
+                liveness.on_sync_timer(self.store, group, fx)
         return self._result(fx)
 
     def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
@@ -181,7 +174,7 @@ class CoordinatorShard:
         classic-group records); once serving, handlers own it."""
         fields = offset_commit_key_fields(key)
         if fields is None:
-            self._replay_other(key, value, offset, producer_id)
+            self.replay_other(key, value, offset, producer_id)
         else:
             group_id, topic, partition = fields
             committed = (
@@ -205,7 +198,7 @@ class CoordinatorShard:
         if self.loading and committed is not None:
             self.store.get_or_create(group_id)  # offsets alone make a (simple) group
 
-    def _replay_other(
+    def replay_other(
         self, key: bytes, value: bytes | None, offset: int, producer_id: int | None
     ) -> None:
         """A key in a shape the offset fast path leaves alone: group metadata,
@@ -226,71 +219,10 @@ class CoordinatorShard:
                 self._load_group(k.group, decoded)
 
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
-        """Replay the last record of each key, given in log order of those
-        records: what compaction would leave, so the same state as replaying
-        every record. Offset commits, nearly all of a large log, take a fast
-        path that ends in the same apply functions as `replay`
-        (`put_committed` / `drop_committed`) without key or value objects;
-        every key arrives once, so a decode cache would only cost here.
-
-        Consecutive commits of one (group, topic) share every key byte but
-        the partition (the last four), so the topic and group found for one
-        such prefix serve the next keys; the prefix is only remembered once
-        it parsed as an OffsetCommitKey, whose partition is exactly its last
-        four bytes. Any other record may replace or drop the group, so it
-        forgets the remembered one."""
-        offsets_of = self.offsets.groups
-        committed_of = self.offsets.committed_map
-        get_or_create = self.store.get_or_create
-        loading = self.loading
-        put, drop = put_committed, drop_committed
-        key_fields = offset_commit_key_fields
-        value_fields = offset_commit_value_fields
-        unpack_v3 = _V3_EMPTY_METADATA.unpack_from
-        top = self.next_seq - 1
-        names: dict[bytes, tuple[str, str]] = {}
-        last_prefix: bytes | None = None
-        group_id = topic = ""
-        committed: dict[tuple[str, int], CommittedOffset] | None = None
-        for key, (offset, value) in latest.items():
-            if offset > top:
-                top = offset
-            prefix = key[:-4]
-            if prefix != last_prefix:
-                known = names.get(prefix)
-                if known is None:
-                    fields = key_fields(key)
-                    if fields is None:
-                        self.next_seq = top + 1
-                        self._replay_other(key, value, offset, None)
-                        top = self.next_seq - 1
-                        last_prefix = None
-                        continue
-                    known = names[prefix] = (fields[0], fields[1])
-                group_id, topic = known
-                committed = None
-                last_prefix = prefix
-            partition = int.from_bytes(key[-4:], "big", signed=True)
-            if value is None:
-                existing = offsets_of.get(group_id)
-                if existing is not None:
-                    drop(existing.committed, (topic, partition), offset)
-                continue
-            if committed is None:
-                committed = committed_of(group_id)
-                if loading:
-                    get_or_create(group_id)
-            if len(value) == 24:
-                version, at, epoch, mlen, stamp = unpack_v3(value)
-                if version == 3 and mlen == 0:  # what muster writes when there is no metadata
-                    put(
-                        committed,
-                        (topic, partition),
-                        CommittedOffset(at, epoch, "", stamp, -1, offset),
-                    )
-                    continue
-            put(committed, (topic, partition), CommittedOffset(*value_fields(value), offset))
-        self.next_seq = top + 1
+        """Replay the last record of each key, in log order of those records
+        (what compaction would leave: the same state as replaying every
+        record); offset commits take a fast path (`offsets/load.py`)."""
+        replay_latest(self, latest)
 
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
@@ -375,40 +307,15 @@ class CoordinatorShard:
 
     def _load_group(self, group_id: str, v: Any) -> None:
         """While loading: the group's transient state is what its record says."""
-        if v is None:
-            if self.store.get(group_id) is not None:
-                if self.offsets.committed(group_id):
-                    self.store.groups[group_id] = ClassicGroup(group_id)
-                else:
-                    self.store.remove(group_id)
-            self.offsets.forget_if_idle(group_id)
+        if v is not None:
+            self.store.groups[group_id] = ClassicGroup.from_record(group_id, v)
             return
-        fresh = ClassicGroup(group_id)
-        fresh.state = S.STABLE if v.members else S.EMPTY
-        fresh.state_timestamp = (
-            v.current_state_timestamp if v.current_state_timestamp >= 0 else None
-        )
-        fresh.generation = v.generation
-        fresh.protocol_type = v.protocol_type or None
-        fresh.protocol_name = v.protocol
-        fresh.leader_id = v.leader
-        for m in v.members:
-            member = Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout,
-                session_timeout_ms=m.session_timeout,
-                protocol_type=fresh.protocol_type or "",
-                protocols=[(v.protocol or "", m.subscription)],
-                assignment=m.assignment,
-            )
-            fresh.members[m.member_id] = member
-            if m.group_instance_id is not None:
-                fresh.static_members[m.group_instance_id] = m.member_id
-        fresh.subscribed_topics = fresh.compute_subscribed_topics()
-        self.store.groups[group_id] = fresh
+        if self.store.get(group_id) is not None:
+            if self.offsets.committed(group_id):
+                self.store.groups[group_id] = ClassicGroup(group_id)
+            else:
+                self.store.remove(group_id)
+        self.offsets.forget_if_idle(group_id)
 
     def _group_error(self, group_id: str | None, request: Any) -> int | None:
         if group_id is None or (group_id == "" and not isinstance(request, _EMPTY_ID_OK)):
@@ -436,7 +343,7 @@ class CoordinatorShard:
                 error = E.REBALANCE_IN_PROGRESS
             fx.reply(rid, rs.SyncGroupResponse(error))
             return
-        membership.handle_sync_group(self.store, fx, rid, req)
+        sync.handle_sync_group(self.store, fx, rid, req)
 
     def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
         error = self._group_error(req.group_id, req)
@@ -445,14 +352,14 @@ class CoordinatorShard:
             ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
             fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
             return
-        membership.handle_heartbeat(self.store, fx, rid, req)
+        liveness.handle_heartbeat(self.store, fx, rid, req)
 
     def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
             fx.reply(rid, rs.LeaveGroupResponse(error))
             return
-        membership.handle_leave_group(self.store, fx, rid, req)
+        leave.handle_leave_group(self.store, fx, rid, req)
 
     def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
         error = self._group_error(req.group_id, req)
@@ -532,24 +439,8 @@ class CoordinatorShard:
             out.append(rs.DeletedGroup(gid, error))
         if len(fx.records) == appended:
             fx.reply(rid, rs.DeleteGroupsResponse(tuple(out)))
-            return
-
-        def answer(error: int, fx2: Effects) -> None:
-            # a failed append undid the deletions: say so instead of NONE
-            failed = E.append_error_to_client(error)
-            fx2.reply(
-                rid,
-                rs.DeleteGroupsResponse(
-                    tuple(
-                        rs.DeletedGroup(
-                            d.group_id, failed if d.error_code == E.NONE else d.error_code
-                        )
-                        for d in out
-                    )
-                ),
-            )
-
-        fx.after_durable(answer)
+        else:
+            fx.after_durable(partial(_groups_deleted, rid, tuple(out)))
 
     def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
         error = self._group_error(req.group_id, req)
@@ -560,34 +451,45 @@ class CoordinatorShard:
         resp = self.offsets.offset_delete(fx, req)
         if len(fx.records) == appended:
             fx.reply(rid, resp)
-            return
+        else:
+            fx.after_durable(partial(_offsets_deleted, rid, resp))
 
-        def answer(error: int, fx2: Effects) -> None:
-            if error == E.NONE:
-                fx2.reply(rid, resp)
-                return
-            failed = E.append_error_to_client(error)
-            fx2.reply(
-                rid,
-                dataclasses.replace(
-                    resp,
-                    topics=tuple(
-                        rs.TopicErrors(
-                            t.name,
-                            tuple(
-                                rs.PartitionError(
-                                    p.partition_index,
-                                    failed if p.error_code == E.NONE else p.error_code,
-                                )
-                                for p in t.partitions
-                            ),
-                        )
-                        for t in resp.topics
-                    ),
-                ),
+
+def _groups_deleted(
+    rid: int, deleted: tuple[rs.DeletedGroup, ...], error: int, fx: Effects
+) -> None:
+    """DeleteGroups' records are durable, or failed: then nothing was deleted."""
+    failed = E.append_error_to_client(error)
+    fx.reply(
+        rid,
+        rs.DeleteGroupsResponse(
+            tuple(
+                rs.DeletedGroup(d.group_id, failed if d.error_code == E.NONE else d.error_code)
+                for d in deleted
             )
+        ),
+    )
 
-        fx.after_durable(answer)
+
+def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Effects) -> None:
+    """OffsetDelete's tombstones are durable, or failed: then nothing was deleted."""
+    if error == E.NONE:
+        fx.reply(rid, resp)
+        return
+    failed = E.append_error_to_client(error)
+    topics = tuple(
+        rs.TopicErrors(
+            t.name,
+            tuple(
+                rs.PartitionError(
+                    p.partition_index, failed if p.error_code == E.NONE else p.error_code
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in resp.topics
+    )
+    fx.reply(rid, dataclasses.replace(resp, topics=topics))
 
 
 _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {

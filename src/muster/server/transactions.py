@@ -21,7 +21,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from muster.coordinator import requests as rq
-from muster.coordinator.runtime.partitioning import partition_for
+from muster.coordinator.partitioning import partition_for
 from muster.log.port import LogError
 from muster.records.batch import build_batch
 from muster.records.latest import collect_log

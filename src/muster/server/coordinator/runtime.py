@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.partitioning import partition_for
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.port import LogError, PartitionLog
 from muster.records.batch import build_batch
