@@ -260,9 +260,15 @@ class Harness:
 
     # ---- the replay invariant --------------------------------------------------
 
+    def durable_log(self) -> list[tuple[bytes, bytes | None, int]]:
+        """The records whose append is durable (held ones are not yet)."""
+        held = {p for _, positions in self.held for p in positions}
+        return [r for r in self.log if r[2] not in held]
+
     def replayed(self) -> CoordinatorShard:
+        """A fresh shard loaded from the durable records."""
         fresh = CoordinatorShard(0, self.cfg)
-        for k, v, o in self.log:
+        for k, v, o in self.durable_log():
             fresh.replay(k, v, o)
         fresh.loaded(self.now)
         return fresh
@@ -287,7 +293,8 @@ class Harness:
 
 def at_rest(shard: CoordinatorShard, g: Any) -> bool:
     return (
-        shard.persisted(g.group_id) is not None
+        g.has_record
+        and shard.persisted(g.group_id) is not None
         and g.state.value in ("Stable", "Empty")
         and g.persisted_seq == g.store_seq
     )

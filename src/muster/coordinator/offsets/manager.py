@@ -398,12 +398,13 @@ class OffsetManager:
             self.store.groups[group.group_id] = group
             return
         old = self.store.persisted(group.group_id)
-        if current.persisted_seq == 0 and old is not None:
+        if not current.has_record and old is not None:
             # a new incarnation without a record of its own continues the old one;
             # if the old group's own last store failed, the log still holds an
             # older state than anything live: a store is owed (not at rest)
             owed = group.persisted_seq != group.store_seq
             current.persisted_seq = current.store_seq - (1 if owed else 0)
+            current.has_record = True
             current.generation = max(current.generation, old.generation)
             if not current.members and current.is_(S.EMPTY):
                 current.protocol_type = current.protocol_type or old.protocol_type or None

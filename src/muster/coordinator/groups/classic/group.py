@@ -91,6 +91,9 @@ class ClassicGroup:
     storing_generation: int | None = None  # SyncGroup's store in flight
     store_seq: int = 0  # group records appended so far (orders their completions)
     persisted_seq: int = 0
+    # this incarnation is described by a durable GroupMetadata record (it was
+    # loaded from one, or one of its stores is durable)
+    has_record: bool = False
 
     @classmethod
     def from_record(cls, group_id: str, v: GroupMetadataValue) -> ClassicGroup:
@@ -119,6 +122,7 @@ class ClassicGroup:
             if m.group_instance_id is not None:
                 group.static_members[m.group_instance_id] = m.member_id
         group.subscribed_topics = group.compute_subscribed_topics()
+        group.has_record = True
         return group
 
     # ---- state -------------------------------------------------------------

@@ -50,5 +50,6 @@ def _stored(
 ) -> None:
     if error == E.NONE and seq > group.persisted_seq:
         group.persisted_seq = seq
+        group.has_record = True
     if then is not None:
         then(error, fx)
