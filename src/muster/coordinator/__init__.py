@@ -4,17 +4,11 @@ The runtime's entry points: `CoordinatorShard` (one per `__consumer_offsets`
 partition, `muster.coordinator.shard`), `partition_for`
 (`.partitioning`), the request/response dataclasses in `.requests` /
 `.responses`, `Result`/`Schedule`/`Cancel` in `.result`, and the events in
-`.events`.
-
-The names are also reachable from the package itself, resolved on first use
-so that importing any submodule does not import the whole core (which would
-make every core module part of one import cycle through this file).
+`.events`. The names below are also reachable from the package itself,
+resolved on first use (muster._lazy).
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
+from muster._lazy import lazy_exports
 
 _EXPORTS = {
     "Cancel": "muster.coordinator.result",
@@ -24,12 +18,5 @@ _EXPORTS = {
     "Schedule": "muster.coordinator.result",
     "partition_for": "muster.coordinator.partitioning",
 }
-
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
