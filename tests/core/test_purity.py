@@ -92,6 +92,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
         "records",
         "server",
         "spark",
+        "_lazy",
     },
     "demo": {"analytics", "cli", "client", "config", "coordinator", "server", "spark", "_lazy"},
     "__main__": {"cli"},
@@ -143,3 +144,18 @@ def test_the_coordinator_core_has_no_import_cycle_even_lazily() -> None:
         if m.startswith("muster.coordinator")
     }
     assert cycles(inside) == []
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Small modules: a module that grows past this is split by job."""
+    from tests.support.imports import modules
+
+    long = {
+        name: n
+        for name, path in modules().items()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
