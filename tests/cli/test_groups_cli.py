@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from typer.testing import CliRunner
 
-from muster.cli import explain
+from muster import explain
 from muster.cli.main import app
 from tests.support.brokers import MusterProcess
 
@@ -691,12 +691,12 @@ def test_explain_words() -> None:
     assert explain.duration(125_000) == "2 min 5 s"
     assert explain.parse_event(b"[1,2]") is None
     assert explain.parse_event(None) is None
-    assert explain.cause_sentence({"cause": "brand_new_cause", "member_id": "x"}) == (
+    assert explain.cause_sentence(explain.parse_event(started(T0, "brand_new_cause", "x"))) == (
         "brand new cause (member x)"
     )
     assert (
         explain.removal_sentence(
-            {"member_id": "x", "cause": "member_left", "reason": "not provided"}
+            explain.parse_event(removed(T0, "x", "member_left", "not provided"))
         )
         == "member x left the group without giving a reason."
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from muster.analytics import svg
 from muster.analytics.model import GroupReport, GroupSummary
-from muster.cli.explain import cause_words, duration, waited_sentence
+from muster.explain import cause_words, duration, waited_sentence
 
 _CSS = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }

@@ -109,7 +109,7 @@ def _headline(exc: BaseException) -> str:
 def print_summary(result: object) -> None:
     from muster.analytics.job import AnalysisResult
     from muster.analytics.report import causes_text, percent
-    from muster.cli.explain import duration
+    from muster.explain import duration
 
     assert isinstance(result, AnalysisResult)
     console = out()

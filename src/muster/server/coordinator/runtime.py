@@ -15,12 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.partitioning import partition_for
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
-from muster.log.port import LogError, PartitionLog
+from muster.log.latest import collect_log
+from muster.log.port import PartitionLog
 from muster.records.batch import build_batch
-from muster.records.latest import TxnReplay, collect_log
+from muster.records.errors import CodedError
+from muster.records.latest import TxnReplay
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -190,7 +192,7 @@ class ShardRuntime:
             else:
                 self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
-        except LogError as exc:
+        except CodedError as exc:
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
             entry[1] = exc.error_code
             self._complete_writes()

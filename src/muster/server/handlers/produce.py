@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.log.port import LogError
+from muster.records.errors import CodedError
 from muster.server.clock import now_ms
 from muster.server.handlers.common import resolve_topic
 from muster.server.handlers.metadata import INTERNAL_TOPICS
@@ -60,7 +60,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
                 continue
             try:
                 info = plog.append(records, stamp)
-            except LogError as exc:
+            except CodedError as exc:
                 log.info("produce to %s-%d refused: %s", name, index, exc)
                 parts.append(_partition_result(index, ErrorCode(exc.error_code), str(exc)))
                 continue
