@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from muster.assignors.consumer import (
+from muster.assignors.consumer.registry import (
     ASSIGNORS,
     DEFAULT_ASSIGNOR,
     UnknownAssignorError,

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muster.assignors.consumer import ASSIGNORS, MemberSpec, TargetAssignment
+from muster.assignors.consumer.registry import ASSIGNORS, MemberSpec, TargetAssignment
 from muster.assignors.model import Member, member_order_key
 
 TOPICS = ["a", "b", "c", "d"]

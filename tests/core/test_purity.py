@@ -71,7 +71,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "config": set(),
     "_lazy": set(),
     "log": {"records", "config"},
-    "coordinator": {"records", "protocol", "_lazy"},
+    "coordinator": {"records", "protocol", "assignors", "_lazy"},
     "transactions": {"records"},
     "assignors": {"protocol"},
     "explain": {"coordinator"},
@@ -94,7 +94,19 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
         "spark",
         "_lazy",
     },
-    "demo": {"analytics", "cli", "client", "config", "coordinator", "server", "spark", "_lazy"},
+    "demo": {
+        "analytics",
+        "cli",
+        "client",
+        "config",
+        "coordinator",
+        "embedded",
+        "server",
+        "spark",
+        "_lazy",
+    },
+    # a broker inside a Python process or test suite (muster.Broker, the pytest plugin)
+    "embedded": {"client", "config", "server"},
     "__main__": {"cli"},
 }
 

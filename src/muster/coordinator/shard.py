@@ -115,8 +115,10 @@ class CoordinatorShard:
             return self._result(fx)
         del self._timers[key]
         if tkey is EXPIRE_OFFSETS_KEY or tkey.kind == EXPIRE_OFFSETS_KEY.kind:
-            self.offsets.expire(fx)
-            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
+            done = self.offsets.expire(fx)
+            # an unfinished pass continues as soon as queued requests are served
+            delay = self.cfg.offsets_retention_check_interval_ms if done else 0
+            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + delay)
             return self._result(fx)
         group = self.store.get(tkey.group_id)
         if group is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from muster.log.config import LogConfig
+
 # bad batches are the record layer's errors; re-exported for the log's users
 from muster.records.errors import (
     CodedError,
@@ -66,6 +68,7 @@ class AppendInfo:
 class PartitionLog(Protocol):
     topic: str
     partition: int
+    config: LogConfig
 
     @property
     def log_start_offset(self) -> int: ...

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from muster.assignors.consumer import UnknownAssignorError
+from muster.assignors.consumer.registry import UnknownAssignorError
 from muster.coordinator.groups.consumer.member import partitions
 from muster.coordinator.groups.consumer.target import SubscribedTopic, TargetMember, build_target
 from muster.records.consumer_group_records import (

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from muster.assignors.consumer import heterogeneous
+import muster.assignors.consumer.heterogeneous as heterogeneous
 from muster.assignors.consumer.spec import (
     MemberSpec,
     TargetAssignment,

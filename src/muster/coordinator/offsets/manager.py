@@ -3,6 +3,7 @@ OffsetDelete, DeleteGroups' offset cleanup and Kafka's expiry rules."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from functools import partial
 
@@ -68,6 +69,10 @@ def _all_errors(req: OffsetCommit, error: int) -> OffsetCommitResponse:
     return commit_response(req.topics, error)
 
 
+# offsets one expiry step may drop; a step of this size takes a few ms
+EXPIRY_STEP_OFFSETS = 2000
+
+
 class OffsetManager:
     """Committed offsets of every group of one shard (Kafka's OffsetMetadataManager).
     Handlers decide and write records; `replay_offset` / `replay_marker` apply them."""
@@ -76,6 +81,9 @@ class OffsetManager:
         self.store = store
         self.groups: dict[str, GroupOffsets] = {}
         self.next_token = 0
+        # transient: the groups an expiry pass has still to look at (a pass
+        # runs in steps so that 100,000 groups never hold the shard at once)
+        self._expiry_pass: deque[str] = deque()
 
     def of(self, group_id: str) -> GroupOffsets | None:
         return self.groups.get(group_id)
@@ -451,10 +459,19 @@ class OffsetManager:
 
     # ---- expiry ------------------------------------------------------------
 
-    def expire(self, fx: Effects) -> None:
+    def expire(self, fx: Effects, budget: int = EXPIRY_STEP_OFFSETS) -> bool:
+        """One step of an expiry pass: groups are examined until about `budget`
+        offsets were expired. True when the pass is over; False when the shard
+        should run the next step once the requests queued meanwhile are served."""
         retention = self.store.cfg.offsets_retention_ms
         now = fx.now
-        for group in self.store:
+        if not self._expiry_pass:
+            self._expiry_pass.extend(group.group_id for group in self.store)
+        removed = 0
+        while self._expiry_pass and removed < budget:
+            group = self.store.get(self._expiry_pass.popleft())
+            if group is None:
+                continue
             offsets = self.groups.get(group.group_id)
             if offsets is not None:
                 expired = [
@@ -463,7 +480,9 @@ class OffsetManager:
                     if tp not in offsets.pending and _expired(group, tp, c, now, retention)
                 ]
                 self.remove_offsets(group, expired, fx)
+                removed += len(expired)
             self.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
+        return not self._expiry_pass
 
 
 def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retention: int) -> bool:

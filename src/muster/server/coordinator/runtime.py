@@ -11,7 +11,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,16 +181,18 @@ class ShardRuntime:
                 self.plog.append_marker(producer_id, epoch, commit, 0, now)
             elif result.producer is not None:
                 producer_id, epoch = result.producer
-                batch = build_batch(
-                    list(result.records),
+                batches = _batches(
+                    result.records,
+                    self.plog.config.max_message_bytes,
                     timestamp_ms=now,
                     producer_id=producer_id,
                     producer_epoch=epoch,
                     transactional=True,
                 )
-                self.plog.append(batch, now, coordinator=True)
+                self.plog.append(batches, now, coordinator=True)
             else:
-                self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
+                limit = self.plog.config.max_message_bytes
+                self.plog.append(_batches(result.records, limit, timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
         except CodedError as exc:
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
@@ -282,3 +284,26 @@ class GroupCoordinator:
                 pass
         for shard in self.shards:
             await shard.stop()
+
+
+_RECORD_OVERHEAD = 24  # a record's own varints and attributes, at most, beside key and value
+_BATCH_OVERHEAD = 61
+
+
+def _batches(records: Sequence[tuple[bytes, bytes | None]], limit: int, **kw: Any) -> bytes:
+    """The records as batches of at most `limit` bytes each, in one append (so still
+    all or nothing): an expiry step's tombstones or a big commit must not exceed
+    the partition's max.message.bytes, as one batch of them would."""
+    out = bytearray()
+    chunk: list[tuple[bytes, bytes | None]] = []
+    size = _BATCH_OVERHEAD
+    for record in records:
+        key, value = record
+        grow = _RECORD_OVERHEAD + len(key) + (len(value) if value is not None else 0)
+        if chunk and size + grow > limit:
+            out += build_batch(chunk, **kw)
+            chunk, size = [], _BATCH_OVERHEAD
+        chunk.append(record)
+        size += grow
+    out += build_batch(chunk, **kw)
+    return bytes(out)

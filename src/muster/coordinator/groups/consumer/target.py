@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from muster.assignors.consumer import MemberSpec, assign
+from muster.assignors.consumer.registry import assign
+from muster.assignors.consumer.spec import MemberSpec
 from muster.coordinator.groups.consumer.member import Partitions, TopicId, partitions
 from muster.records.consumer_group_records import (
     ConsumerGroupTargetAssignmentMemberKey,
