@@ -17,7 +17,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from muster.cli import kafka
-from muster.cli._common import broker_errors, err, events_topic_errors, fail, out
+from muster.cli._common import (
+    broker_errors,
+    err,
+    events_topic_errors,
+    fail,
+    out,
+    require_spark,
+)
 from muster.cli.kafka import DEFAULT_BOOTSTRAP
 
 
@@ -64,6 +71,7 @@ def analyze(
     """Rebalances (when, why, how long), time not consuming, commit rate and
     lag per partition over time, per consumer group: Parquet tables, a
     self-contained HTML report and a summary."""
+    require_spark("analyze")
     from muster.analytics import load
     from muster.analytics.job import run_analysis
     from muster.analytics.session import start_session

@@ -28,8 +28,10 @@ def register(app: typer.Typer) -> None:
         ] = Path("muster-demo"),
     ) -> None:
         """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
+        from muster.cli._common import fail, require_spark
+
+        require_spark("demo")
         from muster import demo as demo_module
-        from muster.cli._common import fail
         from muster.config import load_config
         from muster.server.startup import StartupError
 
