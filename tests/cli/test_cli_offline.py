@@ -289,3 +289,14 @@ def test_spark_commands_name_the_extra_when_spark_is_missing(
         f"error: `muster {command}` needs Spark, which this installation lacks: "
         "pip install 'muster[spark]'"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["produce"], ["consume"], ["demo"], ["analyze"], ["groups", "explain"]],
+)
+def test_help_shows_no_value_placeholder_for_flags(runner: CliRunner, command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "--help" in result.stdout
+    assert "<bool>" not in result.stdout
