@@ -9,7 +9,7 @@ CONFORMANCE_ARGS  ?=
 .PHONY: help install test lint demo bench conformance conformance-build
 
 help:
-	@echo "make install      create .venv, pip install -e '.[test]', apt-get kcat if missing"
+	@echo "make install      create .venv, pip install -e '.[test,spark]', apt-get kcat etc. if missing"
 	@echo "make test         lint, then the test suite (pytest)"
 	@echo "make lint         ruff check src tests bench reliability"
 	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"

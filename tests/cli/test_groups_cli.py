@@ -459,9 +459,12 @@ def test_explain_names_the_causes(scenario: Scenario) -> None:
     assert "4 rebalances recorded, the last 1 shown." in last.stdout
     assert [line for line in last.stdout.splitlines() if line.startswith("Rebalance")] == [heads[3]]
 
+    # a group the broker does not know is an error, as `groups describe` says it
     unknown = sc.cli("groups", "explain", "nobody-here")
-    assert unknown.exit_code == 0
-    assert "No rebalance events recorded for group nobody-here." in unknown.stderr
+    described = sc.cli("groups", "describe", "nobody-here")
+    assert unknown.exit_code == described.exit_code == 1
+    assert unknown.stderr.strip() == "error: consumer group 'nobody-here' does not exist"
+    assert described.stderr.strip() == unknown.stderr.strip()
 
 
 def test_delete_offsets_then_delete_group(scenario: Scenario) -> None:

@@ -538,6 +538,12 @@ def explain(
     events = explain_words.parse_events(values, group_id=group)
     blocks = explain_words.explain(events, last)
     if not blocks:
+        with broker_errors():
+            admin = kafka.GroupAdmin(bootstrap, request_timeout)
+            desc = admin.describe_group(group)
+            exists = desc.state != "Dead" or bool(desc.members or admin.committed_offsets(group))
+        if not exists:  # as `groups describe` says it, with the same exit status
+            fail(f"consumer group {group!r} does not exist")
         err().print(f"No rebalance events recorded for group {escape(group)}.")
         return
     console = out()

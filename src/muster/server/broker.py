@@ -19,7 +19,7 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.metrics import BrokerMetrics
-from muster.server.startup import DataDirLock, StartupError, bind_listener
+from muster.server.startup import DataDirLock, StartupError, bind_listener, listen_failed
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
@@ -58,7 +58,13 @@ class Broker:
                     "Choose a free port (--set muster.metrics.listen=HOST:PORT)."
                 ) from None
             await self._open_storage()
-            self._server = await asyncio.start_server(self._accept, sock=sock, limit=1 << 20)
+            try:
+                self._server = await asyncio.start_server(self._accept, sock=sock, limit=1 << 20)
+            except OSError as exc:
+                # SO_REUSEADDR lets two sockets bind one port while neither
+                # listens: a broker started at the same moment on the same port
+                # can win the listen() while this one loaded its logs.
+                raise StartupError(listen_failed(host, port, exc)) from None
         except BaseException:
             sock.close()
             await self._release()
