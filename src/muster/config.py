@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from muster.security.properties import SECURITY_PROPERTIES, listener_property
+
 
 @dataclass(frozen=True)
 class Property:
@@ -73,6 +75,7 @@ PROPERTIES: tuple[Property, ...] = (
         10000,
         "How often open transactions past their timeout are aborted.",
     ),
+    *(Property(*p) for p in SECURITY_PROPERTIES),
 )
 
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}
@@ -108,6 +111,8 @@ class BrokerConfig(Mapping[str, Any]):
 
     def set(self, name: str, raw: Any) -> None:
         prop = BY_NAME.get(name)
+        if prop is None and (dynamic := listener_property(name)) is not None:
+            prop = Property(name, *dynamic)
         if prop is None:
             raise ConfigError(f"unknown property {name!r} (see `muster serve --help`)")
         self._values[name] = _coerce(prop, raw)

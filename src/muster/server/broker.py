@@ -7,9 +7,13 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
+from muster.security.principal import NoMatchingRule
+from muster.security.session import Session
+from muster.security.tls import peer_principal
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
 from muster.server.connection import Connection
@@ -17,6 +21,7 @@ from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.metrics import BrokerMetrics
+from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
@@ -28,7 +33,8 @@ class Broker:
         self.config = config
         self.table = build_table(extra_apis)
         self.state: BrokerState | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self.ports: dict[str, int] = {}  # listener name -> bound port
         self._connections: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
@@ -38,6 +44,7 @@ class Broker:
     async def start(self) -> None:
         data_dir = self.config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        security = BrokerSecurity(self.config, data_dir)  # bad settings fail before any I/O
         logs = LogManager(data_dir, self.config)
         await asyncio.to_thread(logs.load)
         notifier = DataNotifier()
@@ -54,6 +61,7 @@ class Broker:
             producer_ids=ProducerIdAllocator(data_dir / "producer-ids.json"),
         )
         self.state.extras["api_table"] = self.table
+        self.state.extras["security"] = security
         self.metrics = BrokerMetrics()
         self.state.extras["metrics"] = self.metrics
         durability.start()
@@ -63,10 +71,23 @@ class Broker:
         self.state.extras["transactions"] = self.transactions
         self.metrics.coordinator = self.coordinator
         self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
-        host, port = self.config.listen
-        self._server = await asyncio.start_server(self._accept, host, port, limit=1 << 20)
-        self.port = self._server.sockets[0].getsockname()[1]
+        for served in security.served:
+            li = served.listener
+            server = await asyncio.start_server(
+                partial(self._accept, served),
+                li.host or None,
+                li.port,
+                limit=1 << 20,
+                ssl=served.ssl,
+            )
+            self._servers.append(server)
+            self.ports[li.name] = server.sockets[0].getsockname()[1]
+            bound = self.ports[li.name]
+            log.info("listener %s (%s) on %s:%d", li.name, li.protocol, li.host, bound)
+        self.port = self.ports[security.listeners[0].name]
         self.state.extras["bound_port"] = self.port
+        self.state.extras["bound_ports"] = self.ports
+        host = security.listeners[0].host
         self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
         self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
         log.info("muster listening on %s:%d, data in %s", host, self.port, data_dir)
@@ -82,13 +103,27 @@ class Broker:
 
         self._background.append(asyncio.create_task(loop()))
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self,
+        served: ServedListener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         assert self.state is not None
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         try:
-            await Connection(self.state, self.table, reader, writer).serve()
+            principal = "User:ANONYMOUS"
+            if served.listener.protocol == "SSL":
+                try:
+                    principal = peer_principal(writer.get_extra_info("ssl_object"), served.mapper)
+                except NoMatchingRule as exc:
+                    log.warning("closing TLS connection on %s: %s", served.listener.name, exc)
+                    writer.close()
+                    return
+            session = Session(served.security, principal)
+            await Connection(self.state, self.table, reader, writer, session).serve()
         except asyncio.CancelledError:
             pass  # broker shutting down
         except Exception:
@@ -97,8 +132,8 @@ class Broker:
             self._connections.discard(task)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in (*self._background, *self._connections):
             task.cancel()
         for task in (*self._background, *self._connections):

@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
 
 LOADING = int(ErrorCode.coordinator_load_in_progress)
@@ -46,8 +47,7 @@ def _asdict(obj: Any) -> dict[str, Any]:
 
 
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    host, port = ctx.state.config.advertised
-    port = port or ctx.state.extras.get("bound_port", port)
+    host, port = advertised_endpoint(ctx.state, ctx.listener)
     key_type = int(getattr(req, "key_type", GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from muster.coordinator.events import EVENTS_TOPIC
 from muster.server.handlers.common import resolve_topic
+from muster.server.security import advertised_endpoint
 from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,8 @@ def topic_entry(state: BrokerState, name: str, error: ErrorCode) -> dict[str, An
     }
 
 
-def brokers(state: BrokerState) -> list[dict[str, Any]]:
-    host, port = state.config.advertised
-    port = port or state.extras.get("bound_port", port)
+def brokers(state: BrokerState, listener: str = "") -> list[dict[str, Any]]:
+    host, port = advertised_endpoint(state, listener)
     return [{"node_id": state.node_id, "host": host, "port": port, "rack": None}]
 
 
@@ -84,7 +84,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
             topics.append(topic_entry(state, name, error))
     return {
         "throttle_time": 0,
-        "brokers": brokers(state),
+        "brokers": brokers(state, ctx.listener),
         "cluster_id": state.config["cluster.id"],
         "controller_id": state.node_id,
         "topics": topics,
