@@ -29,7 +29,6 @@ from tests.support.security import (
     LISTENERS,
     Closed,
     RawClient,
-    certificates,
     librdkafka_conf,
     python_client_conf,
     secured_settings,
@@ -39,11 +38,6 @@ from tests.support.transactions import Txn
 
 SCRAM_USER, SCRAM_PW = "carol", "carol-scram-secret"
 REAUTH_MS = 1500
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return certificates(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

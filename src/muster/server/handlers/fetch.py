@@ -17,6 +17,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.log.port import PartitionLog
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.state import BrokerState, RequestContext
 
 READ_COMMITTED = 1
@@ -41,14 +43,10 @@ def _end_offset(data: bytes) -> int:
     return int(base + delta + 1)
 
 
-def _read_partition(
-    state: BrokerState, name: str, p: Any, budget: int, min_one: bool, committed: bool
-) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
-    """(response entry, bytes returned, key to watch for new data or None)."""
-    index = p.partition
-    entry: dict[str, Any] = {
+def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {
         "partition_index": index,
-        "error_code": ErrorCode.none,
+        "error_code": error,
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
@@ -56,6 +54,14 @@ def _read_partition(
         "preferred_read_replica": -1,
         "records": b"",
     }
+
+
+def _read_partition(
+    state: BrokerState, name: str, p: Any, budget: int, min_one: bool, committed: bool
+) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
+    """(response entry, bytes returned, key to watch for new data or None)."""
+    index = p.partition
+    entry = _error_entry(index, ErrorCode.none)
     plog = state.logs.get(name, index) if name else None
     if plog is None:
         entry["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -94,7 +100,7 @@ def _read_partition(
 
 
 def _collect(
-    state: BrokerState, req: Any, by_id: bool
+    state: BrokerState, req: Any, by_id: bool, denied: set[str]
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[str, int]]]:
     ids = state.logs.names_by_id() if by_id else {}
     responses = []
@@ -108,17 +114,10 @@ def _collect(
         parts = []
         for p in topic.partitions:
             if by_id and not name:
-                entry = {
-                    "partition_index": p.partition,
-                    "error_code": ErrorCode.unknown_topic_id,
-                    "high_watermark": -1,
-                    "last_stable_offset": -1,
-                    "log_start_offset": -1,
-                    "aborted_transactions": None,
-                    "preferred_read_replica": -1,
-                    "records": b"",
-                }
-                size, key = 0, None
+                entry, size, key = _error_entry(p.partition, ErrorCode.unknown_topic_id), 0, None
+            elif name in denied:
+                error = ErrorCode.topic_authorization_failed
+                entry, size, key = _error_entry(p.partition, error), 0, None
             else:
                 # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
                 entry, size, key = _read_partition(
@@ -144,14 +143,26 @@ def _collect(
     return responses, total, errors, watch
 
 
+def _denied(ctx: RequestContext, req: Any, by_id: bool) -> set[str]:
+    """Topics this consumer may not Read (a follower would need ClusterAction)."""
+    if not authz.enabled(ctx):
+        return set()
+    ids = ctx.state.logs.names_by_id() if by_id else {}
+    names = [ids.get(t.topic_id, "") if by_id else t.topic for t in req.topics]
+    if getattr(req, "replica_id", -1) >= 0 and not authz.cluster(ctx, Operation.CLUSTER_ACTION):
+        return set(names)
+    return authz.denied_topics(ctx, Operation.READ, (n for n in names if n))
+
+
 async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     by_id = ctx.api_version >= 13
     max_wait_s = max(0.0, req.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     min_bytes = max(1, req.min_bytes)
+    denied = _denied(ctx, req, by_id)
     while True:
-        responses, total, errors, watch = _collect(state, req, by_id)
+        responses, total, errors, watch = _collect(state, req, by_id, denied)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or errors or remaining <= 0 or not watch:
             break
