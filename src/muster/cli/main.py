@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from muster.cli import analyze, consume, demo, groups, produce, serve, topics
+from muster.cli import analyze, consume, demo, groups, produce, security, serve, topics
 
 app = typer.Typer(
     name="muster",
@@ -41,6 +41,8 @@ def main(
 serve.register(app)
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
+app.add_typer(security.acls_app, name="acls")
+app.add_typer(security.users_app, name="users")
 produce.register(app)
 consume.register(app)
 demo.register(app)
