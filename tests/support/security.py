@@ -133,3 +133,25 @@ def tls_context(certs: Path, cert: str = "") -> ssl.SSLContext:
     if cert:
         ctx.load_cert_chain(certs / f"client-{cert}-cert.pem", certs / f"client-{cert}-key.pem")
     return ctx
+
+
+def add_scram_user(
+    bootstrap: str, certs: Path, user: str, password: str, iterations: int = 4096
+) -> None:
+    """A SCRAM-SHA-512 user created over the wire by the JAAS admin, as
+    confluent-kafka's AdminClient.alter_user_scram_credentials does it."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap, **librdkafka_conf(certs, "PLAIN", ADMIN, ADMIN_PW)}
+    )
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, iterations), password.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(15)

@@ -14,12 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from tests.support.brokers import MusterProcess
@@ -29,6 +26,7 @@ from tests.support.security import (
     LISTENERS,
     Closed,
     RawClient,
+    add_scram_user,
     librdkafka_conf,
     python_client_conf,
     secured_settings,
@@ -47,17 +45,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[Mu
     )
     proc = MusterProcess(tmp_path_factory.mktemp("secured") / "data", settings, LISTENERS)
     proc.start()
-    admin = AdminClient(
-        {
-            "bootstrap.servers": proc.address("SASL_SSL"),
-            **librdkafka_conf(certs, "PLAIN", ADMIN, ADMIN_PW),
-        }
-    )
-    upsert = UserScramCredentialUpsertion(
-        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), SCRAM_PW.encode()
-    )
-    for future in admin.alter_user_scram_credentials([upsert]).values():
-        future.result(15)
+    add_scram_user(proc.address("SASL_SSL"), certs, SCRAM_USER, SCRAM_PW, 8192)
     yield proc
     proc.close()
 
@@ -322,5 +310,10 @@ def test_scram_credentials_survive_kill9_as_salted_hashes(
     producer = Producer(conf)
     producer.produce("after-kill", uuid.uuid4().bytes)
     assert producer.flush(20) == 0
-    with pytest.raises(KafkaException):
-        AdminClient(conf).describe_user_scram_credentials(["nobody"])["nobody"].result(10)
+    admin = AdminClient(conf)  # kept alive until its answers are in
+    described = admin.describe_user_scram_credentials([SCRAM_USER, "nobody"])
+    infos = described[SCRAM_USER].result(10).scram_credential_infos
+    assert [(i.mechanism.name, i.iterations) for i in infos] == [("SCRAM_SHA_512", 8192)]
+    with pytest.raises(KafkaException) as info:
+        described["nobody"].result(10)
+    assert info.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND

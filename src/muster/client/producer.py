@@ -45,6 +45,7 @@ from muster.client.errors import (
 from muster.client.futures import DeliveryFuture, settle_many
 from muster.client.net import Cluster
 from muster.client.partitioner import partition_for_key
+from muster.client.security import ClientSecurity
 from muster.records import compression
 from muster.records.batch import (
     COMPRESSION_MASK,
@@ -304,7 +305,10 @@ class AIOProducer:
         self.delivery_timeout_s = c.int("delivery.timeout.ms") / 1000
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
         self.cluster = Cluster(
-            c.str("bootstrap.servers"), c.str("client.id"), c.int("request.timeout.ms") / 1000
+            c.str("bootstrap.servers"),
+            c.str("client.id"),
+            c.int("request.timeout.ms") / 1000,
+            ClientSecurity.from_conf(c.raw),
         )
         self.producer_id = -1
         self.producer_epoch = -1
