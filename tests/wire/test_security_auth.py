@@ -297,6 +297,30 @@ def test_expired_reauth_session_is_closed(broker: MusterProcess) -> None:
     assert "created-after-expiry" not in _topics(broker)
 
 
+def test_librdkafka_reauthenticates_before_its_session_ends(broker: MusterProcess) -> None:
+    """KIP-368 with a real client: librdkafka re-authenticates on the same
+    connection when the session lifetime runs out, and keeps producing."""
+    expired = broker.log_text().count("SASL session expired")
+    errors: list[str] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.address("SASL_PLAINTEXT"),
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+            "error_cb": lambda e: errors.append(str(e)),
+        }
+    )
+    for i in range(4):
+        producer.produce("reauth-topic", f"r{i}".encode())
+        assert producer.flush(10) == 0
+        time.sleep(REAUTH_MS / 1000)
+    assert errors == []
+    # had it not re-authenticated, the broker would have closed the connection
+    assert broker.log_text().count("SASL session expired") == expired
+
+
 def test_scram_credentials_survive_kill9_as_salted_hashes(
     broker: MusterProcess, certs: Path
 ) -> None:
