@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import struct
 import subprocess
 import time
 import uuid
@@ -267,6 +268,22 @@ def test_no_credentials_wrong_password_unknown_mechanism(
     producer.flush(3)
     assert any("Authentication failed" in e for e in errors), errors
     assert _topics(broker) == before
+
+
+def test_handshake_v0_then_bare_tokens(broker: MusterProcess) -> None:
+    """SaslHandshake v0 (pre-KIP-152 clients): the SASL tokens then travel as bare
+    size-prefixed frames, without Kafka request headers."""
+    raw = RawClient(broker.ports["SASL_PLAINTEXT"])
+    assert raw.call(17, 0, {"mechanism": "PLAIN"}).error_code == 0
+    token = b"\0alice\0alice-secret"
+    raw.sock.sendall(struct.pack(">i", len(token)) + token)
+    assert raw.sock.recv(4) == struct.pack(">i", 0)  # PLAIN's empty server token
+    assert raw.call(3, 12, {"topics": []}).brokers  # authenticated: served
+    bad = RawClient(broker.ports["SASL_PLAINTEXT"])
+    assert bad.call(17, 0, {"mechanism": "PLAIN"}).error_code == 0
+    wrong = b"\0alice\0wrong"
+    bad.sock.sendall(struct.pack(">i", len(wrong)) + wrong)
+    assert bad.sock.recv(4) == b""  # closed without an answer, as Kafka does
 
 
 def test_plaintext_client_on_tls_port_is_closed(broker: MusterProcess, certs: Path) -> None:
