@@ -178,8 +178,69 @@ def broker_argv(
         return shlex.split(cmd)
     settings = dict(MUSTER_SETTINGS)
     settings.update(extra_settings)
+    if args.sasl_ssl:
+        settings.update(sasl_ssl_settings(args.certs, port))
     settings.update(dict(kv.split("=", 1) for kv in args.set))
-    return common.muster_argv(data_dir, "127.0.0.1", port, settings, args.python)
+    argv = common.muster_argv(data_dir, "127.0.0.1", port, settings, args.python)
+    if args.sasl_ssl:  # the one listener is SASL_SSL (`listeners`), not --listen's PLAINTEXT
+        i = argv.index("--listen")
+        del argv[i : i + 2]
+    return argv
+
+
+# --sasl-ssl: the broker's only listener is SASL_SSL; the JAAS admin creates the
+# SCRAM-SHA-512 user the tests connect as (test.conf), over the wire.
+SASL_ADMIN, SASL_ADMIN_PW = "admin", "admin-secret"
+SCRAM_USER, SCRAM_PW = "conformance", "conformance-secret"
+
+
+def sasl_ssl_settings(certs: Path, port: int) -> dict[str, str]:
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'user_{SASL_ADMIN}="{SASL_ADMIN_PW}";'
+    )
+    return {
+        "listeners": f"SASL_SSL://127.0.0.1:{port}",
+        "ssl.keystore.location": str(certs / "broker.pem"),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+    }
+
+
+def sasl_ssl_client_conf(certs: Path) -> list[str]:
+    return [
+        "security.protocol=SASL_SSL",
+        "sasl.mechanism=SCRAM-SHA-512",
+        f"sasl.username={SCRAM_USER}",
+        f"sasl.password={SCRAM_PW}",
+        f"ssl.ca.location={certs / 'ca.pem'}",
+    ]
+
+
+def add_scram_user(certs: Path, port: int) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": SASL_ADMIN,
+            "sasl.password": SASL_ADMIN_PW,
+            "ssl.ca.location": str(certs / "ca.pem"),
+            "logger": common.RDK_LOGGER,
+        }
+    )
+    upsert = UserScramCredentialUpsertion(
+        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), SCRAM_PW.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
 
 
 def run_one(
@@ -211,6 +272,8 @@ def run_one(
     t0 = time.monotonic()
     try:
         broker.start(timeout=args.broker_start_timeout, unset=unset)
+        if args.sasl_ssl:
+            add_scram_user(args.certs, port)
     except Exception as e:  # broker did not come up: the test fails, the run goes on
         res.status, res.note, res.broker_failed = "failed", "broker did not start", True
         res.failure = str(e).splitlines()[0]
@@ -221,7 +284,9 @@ def run_one(
     conf = out / f"{test}{suffix}.test.conf"
     conf.write_text(
         f"bootstrap.servers=127.0.0.1:{port}\n"
-        "broker.address.family=v4\n" + "".join(f"{kv}\n" for kv in args.client_conf)
+        "broker.address.family=v4\n"
+        + "".join(f"{kv}\n" for kv in args.client_conf)
+        + "".join(f"{kv}\n" for kv in (sasl_ssl_client_conf(args.certs) if args.sasl_ssl else []))
     )
     env = dict(os.environ)
     env.update(
@@ -367,6 +432,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra line for test.conf (e.g. debug=cgrp,protocol)",
     )
+    ap.add_argument(
+        "--sasl-ssl",
+        action="store_true",
+        help="the broker listens on SASL_SSL only; tests connect with SCRAM-SHA-512 over TLS",
+    )
     ap.add_argument("--subtests", help="SUBTESTS filter passed to the runner (all tests)")
     ap.add_argument("--kafka-version", default="3.1.0", help="TEST_KAFKA_VERSION (3.1.0)")
     ap.add_argument(
@@ -405,6 +475,11 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = (args.out or HERE / "results" / stamp).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.sasl_ssl:
+        sys.path.insert(0, str(REPO / "src"))
+        from muster.security.certs import make_certs
+
+        args.certs = make_certs(out / "certs")
     common.install_signal_handlers()
     who = args.peer or (args.broker_cmd and "custom broker") or "muster"
     common.console.print(

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperOption
 
-from muster.cli import analyze, consume, demo, groups, produce, serve, topics
+from muster.cli import analyze, consume, demo, groups, produce, security, serve, topics
 
 _display_type = TyperOption.display_type_rich
 
@@ -55,6 +55,8 @@ def main(
 serve.register(app)
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
+app.add_typer(security.acls_app, name="acls")
+app.add_typer(security.users_app, name="users")
 produce.register(app)
 consume.register(app)
 demo.register(app)

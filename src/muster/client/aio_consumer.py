@@ -39,6 +39,7 @@ from muster.client.errors import (
     KafkaTimeoutError,
 )
 from muster.client.net import Cluster
+from muster.client.security import ClientSecurity
 from muster.client.types import ConsumerRecord, TopicPartition
 
 DEFAULTS: dict[str, Any] = {
@@ -92,7 +93,10 @@ class AIOConsumer(GroupDriver):
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
         self.request_timeout_s = c.int("request.timeout.ms") / 1000
         self.cluster = Cluster(
-            c.str("bootstrap.servers"), c.str("client.id"), c.int("request.timeout.ms") / 1000
+            c.str("bootstrap.servers"),
+            c.str("client.id"),
+            c.int("request.timeout.ms") / 1000,
+            ClientSecurity.from_conf(c.raw),
         )
         self.membership: GroupMembership | None = None
         if self.group_id is not None:

@@ -48,6 +48,7 @@ from muster.client.producer_batch import (
     _unqueue,
     encode_batch,
 )
+from muster.client.security import ClientSecurity
 from muster.records import compression
 
 _NO_QUEUE: deque[Any] = deque([None])  # the batch header's place, filled in last
@@ -101,7 +102,10 @@ class AIOProducer:
         self.delivery_timeout_s = c.int("delivery.timeout.ms") / 1000
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
         self.cluster = Cluster(
-            c.str("bootstrap.servers"), c.str("client.id"), c.int("request.timeout.ms") / 1000
+            c.str("bootstrap.servers"),
+            c.str("client.id"),
+            c.int("request.timeout.ms") / 1000,
+            ClientSecurity.from_conf(c.raw),
         )
         self.producer_id = -1
         self.producer_epoch = -1
