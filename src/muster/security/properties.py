@@ -26,6 +26,12 @@ SECURITY_PROPERTIES: tuple[tuple[str, type, Any, str], ...] = (
         "Listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
     ),
     ("inter.broker.listener.name", str, "", "Accepted, unused: muster is one broker."),
+    (
+        "controller.listener.names",
+        str,
+        "",
+        "KRaft controller listeners: left out of `listeners`, muster has no controller.",
+    ),
     ("security.inter.broker.protocol", str, "PLAINTEXT", "Accepted, unused: one broker."),
     ("sasl.mechanism.inter.broker.protocol", str, "PLAIN", "Accepted, unused: one broker."),
     ("ssl.keystore.type", str, "PEM", "Only PEM: a key and its certificate chain."),
@@ -131,12 +137,7 @@ def parse_listeners(config: Mapping[str, Any]) -> list[Listener]:
         name, sep, proto = item.strip().partition(":")
         if sep:
             protocol_map[name.strip().upper()] = proto.strip().upper()
-    # KRaft's controller listeners belong to Kafka's controller, which muster has none of
-    controllers = {
-        n.strip().upper()
-        for n in str(config.get("controller.listener.names") or "").split(",")
-        if n.strip()
-    }
+    controllers = _controllers(config)
     listeners = []
     for name, host, port in _endpoints(config["listeners"]):
         if name in controllers:
@@ -158,7 +159,20 @@ def parse_listeners(config: Mapping[str, Any]) -> list[Listener]:
 
 def parse_advertised(config: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
     """Listener name -> advertised host and port (0: the port actually bound)."""
-    return {name: (host, port) for name, host, port in _endpoints(config["advertised.listeners"])}
+    controllers = _controllers(config)
+    return {
+        name: (host, port)
+        for name, host, port in _endpoints(config["advertised.listeners"])
+        if name not in controllers
+    }
+
+
+def _controllers(config: Mapping[str, Any]) -> set[str]:
+    """KRaft's controller listeners: they belong to Kafka's controller quorum,
+    which muster has none of, so they are neither bound nor advertised."""
+    return {
+        n.strip().upper() for n in str(config["controller.listener.names"]).split(",") if n.strip()
+    }
 
 
 def listener_setting(config: Mapping[str, Any], listener: str, name: str) -> Any:
