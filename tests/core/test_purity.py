@@ -74,15 +74,25 @@ def test_core_imports_nothing_impure() -> None:
 ALLOWED_LAYERS: dict[str, set[str]] = {
     "records": set(),  # record batches, offsets-topic and txn-log schemas
     "protocol": set(),  # the Kafka wire codec, ConsumerProtocol
-    "config": set(),
+    "security": set(),  # pure security core: authorizer, SASL/SCRAM, principals, properties
+    "config": {"security"},
     "_lazy": set(),
     "log": {"records", "config"},
     "coordinator": {"records", "protocol", "assignors", "_lazy"},
     "transactions": {"records"},
     "assignors": {"protocol"},
     "explain": {"coordinator"},
-    "server": {"config", "coordinator", "log", "protocol", "records", "transactions", "explain"},
-    "client": {"assignors", "protocol", "records", "_lazy"},
+    "server": {
+        "config",
+        "coordinator",
+        "log",
+        "protocol",
+        "records",
+        "transactions",
+        "explain",
+        "security",
+    },
+    "client": {"assignors", "protocol", "records", "security", "_lazy"},
     "spark": {"client", "records"},
     "analytics": {"coordinator", "explain", "records", "spark"},
     # the applications: the command line and the demo it runs

@@ -46,6 +46,7 @@ class Broker:
         self.metrics: BrokerMetrics | None = None
         self.metrics_port: int | None = None
         self._lock: DataDirLock | None = None
+        self.security: BrokerSecurity | None = None
 
     async def start(self) -> None:
         """Binds, then opens storage; a StartupError leaves nothing bound or locked."""
@@ -69,7 +70,8 @@ class Broker:
                     f"{os.strerror(exc.errno) if exc.errno else exc}.\n"
                     "Choose a free port (--set muster.metrics.listen=HOST:PORT)."
                 ) from None
-            await self._open_storage(security)
+            self.security = security
+            await self._open_storage()
             for served, sock in zip(security.served, socks, strict=True):
                 li = served.listener
                 try:
@@ -108,7 +110,7 @@ class Broker:
         where = "memory (muster.storage=memory)" if self.config.in_memory else self.config.data_dir
         log.info("muster listening on %s:%d, data in %s", first.host, self.port, where)
 
-    async def _open_storage(self, security: BrokerSecurity) -> None:
+    async def _open_storage(self) -> None:
         if self.config.in_memory:
             logs = LogManager.in_memory(self.config)
             producer_ids = ProducerIdAllocator(None)
@@ -135,7 +137,7 @@ class Broker:
             ),
         )
         self.state.extras["api_table"] = self.table
-        self.state.extras["security"] = security
+        self.state.extras["security"] = self.security
         self.state.extras["metrics"] = self.metrics
         durability.start()
         self.coordinator = await start_coordinator(self.state)
