@@ -190,9 +190,11 @@ class ShardRuntime:
             else:
                 self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
-        except LogError as exc:
+        except (LogError, OSError) as exc:
+            # An escaped OSError would kill the serial loop and leave this entry
+            # unanswered forever, stalling every later request of the shard.
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
-            entry[1] = exc.error_code
+            entry[1] = exc.error_code if isinstance(exc, LogError) else STORAGE_ERROR
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))
