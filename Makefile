@@ -11,7 +11,7 @@ CONFORMANCE_ARGS  ?=
 help:
 	@echo "make install      create .venv, pip install -e '.[test]', apt-get kcat if missing"
 	@echo "make test         lint, then the test suite (pytest)"
-	@echo "make lint         ruff check src tests bench"
+	@echo "make lint         ruff check src tests bench reliability"
 	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"
 	@echo "make bench        muster vs Tansu produce/fetch throughput (BENCH_ARGS='--quick ...')"
 	@echo "make conformance  build librdkafka 2.0.2's test suite and run it against muster"
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml .ci/install
 	@touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench reliability
 
 test:
 	./run.sh test

@@ -49,6 +49,12 @@ PROPERTIES: tuple[Property, ...] = (
         "always: acknowledged writes are fsynced (group commit) before the answer; "
         "interval: fsync every muster.fsync.interval.ms; never: leave it to the OS.",
     ),
+    Property(
+        "muster.storage",
+        str,
+        "disk",
+        "disk: partition logs in log.dirs; memory: nothing on disk, lost at stop (tests).",
+    ),
     Property("muster.fsync.interval.ms", int, 1000, "fsync period when muster.fsync=interval."),
     Property(
         "muster.metrics.listen",
@@ -58,6 +64,12 @@ PROPERTIES: tuple[Property, ...] = (
     ),
     Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
     Property("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
+    Property(
+        "max.incremental.fetch.session.cache.slots",
+        int,
+        1000,
+        "Incremental fetch sessions (KIP-227) kept at once.",
+    ),
     Property("offsets.topic.num.partitions", int, 50, "Partitions of __consumer_offsets."),
     Property("offsets.retention.minutes", int, 10080, "Committed offsets expire after this."),
     Property("offsets.retention.check.interval.ms", int, 600000, "How often offsets expire."),
@@ -98,19 +110,139 @@ def _coerce(prop: Property, raw: Any) -> Any:
         raise ConfigError(f"{prop.name}: cannot read {text!r} as {prop.kind.__name__}") from exc
 
 
+# Kafka broker properties that have no meaning for a single-node muster (KRaft
+# quorum, threads, replication, socket buffers...). A Kafka server.properties
+# carries them; they are reported as ignored in one log line, not refused.
+KAFKA_ONLY: frozenset[str] = frozenset(
+    {
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "metadata.log.dir",
+        "num.network.threads",
+        "num.io.threads",
+        "num.recovery.threads.per.data.dir",
+        "num.replica.fetchers",
+        "background.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+        "auto.leader.rebalance.enable",
+        "replica.lag.time.max.ms",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.flush.scheduler.interval.ms",
+        "log.cleaner.threads",
+        "log.cleaner.enable",
+        "delete.topic.enable",
+        "compression.type",
+        "zookeeper.connect",
+        "zookeeper.connection.timeout.ms",
+        "zookeeper.session.timeout.ms",
+        "group.coordinator.rebalance.protocols",
+        "group.coordinator.threads",
+        "share.coordinator.threads",
+        "confluent.support.metrics.enable",
+    }
+)
+
+# Kafka's coarser spellings of a property muster keeps in milliseconds (or
+# under its KRaft name); the finer one wins when a source sets both, as in Kafka.
+ALIASES: dict[str, tuple[str, int]] = {
+    "log.retention.hours": ("log.retention.ms", 3_600_000),
+    "log.retention.minutes": ("log.retention.ms", 60_000),
+    "log.roll.hours": ("log.roll.ms", 3_600_000),
+    "broker.id": ("node.id", 1),
+}
+
+
+def _resolve_aliases(values: Mapping[str, str]) -> dict[str, str]:
+    resolved = dict(values)
+    # hours before minutes, so minutes (finer) overwrite hours when both are given
+    for alias, (target, factor) in ALIASES.items():
+        if alias not in resolved:
+            continue
+        raw = resolved.pop(alias)
+        if target in values:
+            continue
+        try:
+            resolved[target] = str(int(raw.strip()) * factor) if factor != 1 else raw
+        except ValueError as exc:
+            raise ConfigError(f"{alias}: cannot read {raw!r} as int") from exc
+    return resolved
+
+
+def plaintext_listener(listeners: str) -> tuple[str, int]:
+    """HOST, PORT of the listener muster serves, from Kafka's `listeners` syntax.
+
+    Kafka's KRaft files list a CONTROLLER listener next to PLAINTEXT; muster has
+    no controller quorum, so it serves the PLAINTEXT one (or the first
+    non-controller listener when none is named PLAINTEXT).
+    """
+    entries = [e.strip() for e in listeners.split(",") if e.strip()]
+    if not entries:
+        raise ConfigError("listeners: empty")
+    named = [(e.split("://", 1)[0].upper() if "://" in e else "PLAINTEXT", e) for e in entries]
+    chosen = next((e for name, e in named if name == "PLAINTEXT"), None)
+    if chosen is None:
+        chosen = next((e for name, e in named if name != "CONTROLLER"), None)
+    if chosen is None:
+        raise ConfigError(f"listeners: no PLAINTEXT listener in {listeners!r}")
+    host, sep, port = chosen.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"listeners: expected NAME://HOST:PORT, got {chosen!r}")
+    return host, int(port)
+
+
 class BrokerConfig(Mapping[str, Any]):
-    """Resolved broker properties; unknown names are refused, not ignored."""
+    """Resolved broker properties.
+
+    `set` refuses unknown names (a typo on the command line should stop the
+    broker); `set(..., strict=False)`, used for config files, records them in
+    `ignored` instead, as Kafka logs and skips properties it does not know.
+    """
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values = {p.name: p.default for p in PROPERTIES}
+        self.ignored: list[str] = []
         for name, raw in (values or {}).items():
             self.set(name, raw)
 
-    def set(self, name: str, raw: Any) -> None:
+    def set(self, name: str, raw: Any, strict: bool = True) -> None:
         prop = BY_NAME.get(name)
         if prop is None:
-            raise ConfigError(f"unknown property {name!r} (see `muster serve --help`)")
-        self._values[name] = _coerce(prop, raw)
+            if strict:
+                raise ConfigError(f"unknown property {name!r} (see `muster serve --help`)")
+            self.ignored.append(name)
+            return
+        value = _coerce(prop, raw)
+        if name == "muster.storage" and value not in ("disk", "memory"):
+            raise ConfigError(f"muster.storage: expected disk or memory, got {value!r}")
+        self._values[name] = value
+
+    def ignored_report(self) -> list[str]:
+        """One line for Kafka's properties muster does not use, one for unknown names."""
+        kafka = sorted(n for n in self.ignored if n in KAFKA_ONLY)
+        unknown = sorted(n for n in self.ignored if n not in KAFKA_ONLY)
+        lines = []
+        if kafka:
+            lines.append(
+                "ignoring Kafka properties that do not apply to muster: " + ", ".join(kafka)
+            )
+        if unknown:
+            lines.append(
+                "ignoring unknown properties (see `muster serve --help`): " + ", ".join(unknown)
+            )
+        return lines
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -123,19 +255,19 @@ class BrokerConfig(Mapping[str, Any]):
 
     @property
     def listen(self) -> tuple[str, int]:
-        listener = self["listeners"].split(",")[0]
-        hostport = listener.split("://", 1)[-1]
-        host, _, port = hostport.rpartition(":")
-        return (host or "0.0.0.0", int(port))
+        host, port = plaintext_listener(self["listeners"])
+        return (host or "0.0.0.0", port)
 
     @property
     def advertised(self) -> tuple[str, int]:
-        raw = self["advertised.listeners"] or self["listeners"]
-        hostport = raw.split(",")[0].split("://", 1)[-1]
-        host, _, port = hostport.rpartition(":")
+        host, port = plaintext_listener(self["advertised.listeners"] or self["listeners"])
         if host in ("", "0.0.0.0"):
             host = "127.0.0.1"
-        return (host, int(port))
+        return (host, port)
+
+    @property
+    def in_memory(self) -> bool:
+        return self["muster.storage"] == "memory"
 
     @property
     def data_dir(self) -> Path:
@@ -162,13 +294,16 @@ def load_config(
     """File first, then `--set key=value` overrides, then explicit options."""
     cfg = BrokerConfig()
     if config_file is not None:
-        for name, raw in parse_properties_file(config_file).items():
-            cfg.set(name, raw)
+        for name, raw in _resolve_aliases(parse_properties_file(config_file)).items():
+            cfg.set(name, raw, strict=False)
+    pairs: dict[str, str] = {}
     for item in overrides:
         name, sep, raw = item.partition("=")
         if not sep:
             raise ConfigError(f"--set expects key=value, got {item!r}")
-        cfg.set(name.strip(), raw.strip())
+        pairs[name.strip()] = raw.strip()
+    for name, raw in _resolve_aliases(pairs).items():
+        cfg.set(name, raw)
     for name, raw in explicit.items():
         if raw is not None:
             cfg.set(name, raw)

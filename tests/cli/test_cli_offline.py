@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -211,17 +212,24 @@ def test_usage_errors_exit_2(runner: CliRunner, args: list[str]) -> None:
         ["topics", "create", "t"],
         ["consume", "t", "--timeout", "1"],
         ["produce", "t", "x"],
+        ["groups", "list"],
+        ["groups", "describe", "g"],
+        ["groups", "explain", "g"],
     ],
 )
 def test_unreachable_broker_is_one_line_error(runner: CliRunner, args: list[str]) -> None:
+    """Nothing listens: one line naming the address and the refusal, within 2 s even
+    though the request timeout (10 s by default) is far longer."""
     address = f"127.0.0.1:{free_port()}"
-    result = runner.invoke(app, [*args, "--bootstrap-server", address, "--request-timeout", "1"])
+    started = time.monotonic()
+    result = runner.invoke(app, [*args, "--bootstrap-server", address])
+    elapsed = time.monotonic() - started
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    assert re.match(r"error: _?[A-Z_]+: ", lines[0]), lines[0]
+    assert lines[0].startswith(f"error: cannot connect to {address} (connection refused)")
+    assert elapsed < 2.0
 
 
 def test_console_script_and_module_entry_points() -> None:

@@ -38,6 +38,23 @@ def test_garbage_and_oversized_frames_close_cleanly(shared_muster: MusterProcess
     assert "closing connection" in shared_muster.log_text()
 
 
+def test_array_count_past_the_frame_closes_and_broker_keeps_serving(
+    shared_muster: MusterProcess,
+) -> None:
+    # DescribeGroups v5 (header v2: client id "x", no tags) announcing 2**32 - 2
+    # groups in five bytes: kio's native reader used to reserve 34 GB for them and
+    # the failed allocation aborted the whole broker.
+    frame = struct.pack(">hhih", 15, 5, 9, 1) + b"x" + b"\x00" + bytes.fromhex("ffffffff0f")
+    for _ in range(3):
+        assert _closed_after(shared_muster.port, struct.pack(">i", len(frame)) + frame)
+    assert shared_muster.proc is not None and shared_muster.proc.poll() is None
+    create_topic(shared_muster.bootstrap, "after-huge-count")
+    confluent_produce(shared_muster.bootstrap, "after-huge-count", [(0, None, b"ok", [])])
+    got = confluent_consume_all(shared_muster.bootstrap, "after-huge-count", 1, 1)
+    assert [m.value for m in got] == [b"ok"]
+    assert "items in" in shared_muster.log_text()
+
+
 def test_unsupported_api_versions_version_gets_v0_answer(shared_muster: MusterProcess) -> None:
     with socket.create_connection(("127.0.0.1", shared_muster.port), timeout=5) as sock:
         body = struct.pack(">hhih", 18, 99, 42, -1)

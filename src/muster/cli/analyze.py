@@ -19,7 +19,6 @@ from rich.table import Table
 from muster.cli import kafka
 from muster.cli._common import broker_errors, err, events_topic_errors, fail, out
 from muster.cli.kafka import DEFAULT_BOOTSTRAP
-from muster.coordinator.events import EVENTS_TOPIC
 
 
 class Reader(StrEnum):
@@ -72,6 +71,8 @@ def analyze(
     console = err()
     # a wrong address fails here in seconds, not after Spark has started
     with broker_errors(), events_topic_errors():
+        from muster.coordinator.events import EVENTS_TOPIC
+
         kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
     with console.status("Starting Spark…"):
         spark, started = start_session(master)

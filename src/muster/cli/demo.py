@@ -29,11 +29,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
         from muster import demo as demo_module
+        from muster.cli._common import fail
         from muster.config import load_config
+        from muster.server.startup import StartupError
 
         config = load_config(
             None,
             [],
             **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
         )
-        demo_module.run(config, keep_serving, out_dir)
+        try:
+            demo_module.run(config, keep_serving, out_dir)
+        except StartupError as exc:
+            fail(str(exc))

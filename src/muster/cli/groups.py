@@ -29,7 +29,6 @@ from muster.cli._common import (
     fail,
     out,
 )
-from muster.coordinator.events import EVENTS_TOPIC
 
 INACTIVE_STATES = ("Empty", "Dead")
 
@@ -531,6 +530,8 @@ def explain(
     """Tell a group's recent rebalances in plain words: when, why, how long,
     what the join waited for (from the broker's __muster_group_events topic)."""
     with broker_errors(), events_topic_errors():
+        from muster.coordinator.events import EVENTS_TOPIC
+
         records = kafka.read_partition(bootstrap, EVENTS_TOPIC, 0, request_timeout)
     wanted = group.encode()
     values = [r.value for r in records if r.key is None or r.key == wanted]

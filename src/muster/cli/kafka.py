@@ -9,6 +9,8 @@ move the CLI onto muster's own client later, only this module changes.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -124,7 +126,51 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
+CONNECT_TIMEOUT = 2.0
+
+
+class CannotConnect(KafkaCliError):
+    """Nothing answers at any bootstrap address: said plainly, without an error name."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def check_reachable(bootstrap: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fails fast when no bootstrap address accepts a TCP connection.
+
+    librdkafka retries a refused connection until the request times out and
+    then reports only `_TIMED_OUT`; one plain connect first turns "nothing
+    listens there" into an answer within `timeout`.
+    """
+    problems = []
+    for address in (a.strip() for a in bootstrap.split(",") if a.strip()):
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except ValueError:
+            problems.append(f"{address} (not HOST:PORT)")
+        except ConnectionRefusedError:
+            problems.append(f"{address} (connection refused)")
+        except TimeoutError:
+            problems.append(f"{address} (no answer in {timeout:g} s)")
+        except socket.gaierror:
+            problems.append(f"{address} (unknown host)")
+        except OSError as exc:
+            problems.append(f"{address} ({os.strerror(exc.errno) if exc.errno else exc})")
+    raise CannotConnect(
+        "_TRANSPORT",
+        f"cannot connect to {', '.join(problems)}: is the broker running? "
+        "Start one with `muster serve` or pass --bootstrap-server HOST:PORT.",
+    )
+
+
 def _base_config(bootstrap: str, timeout: float) -> dict[str, Any]:
+    # Every client of the CLI is built from here, so every command fails fast
+    # when nothing listens.
+    check_reachable(bootstrap)
     ms = max(1, int(timeout * 1000))
     return {
         "bootstrap.servers": bootstrap,
@@ -295,6 +341,10 @@ class Producer:
         config.update(
             {
                 "message.timeout.ms": max(1, int(timeout * 1000)),
+                # librdkafka waits this long (default 30 s) for a topic the broker
+                # says is unknown to appear; past it the records fail with
+                # UNKNOWN_TOPIC_OR_PART instead of a bare message timeout.
+                "topic.metadata.propagation.max.ms": 1000,
                 "linger.ms": 5,
                 "error_cb": self._error,
             }

@@ -163,6 +163,11 @@ def produce(
     _report(topic, tally)
     if tally.failures:
         index, first = min(tally.failures, key=lambda f: f[0])
+        if first.name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
+            fail(
+                f"topic {topic!r} does not exist and the broker does not create topics "
+                f"on produce; create it first: muster topics create {topic}"
+            )
         more = f" ({len(tally.failures)} records failed)" if len(tally.failures) > 1 else ""
         fail(f"{first.name}: record {index + 1} to {topic!r}: {first.message}{more}")
     if undelivered:

@@ -100,6 +100,10 @@ def serve(
         explicit["log.dirs"] = str(data_dir)
     if listen is not None:
         explicit["listeners"] = f"PLAINTEXT://{listen}"
+        # A config file's advertised.listeners names its own port; --listen
+        # replaces both unless advertised.listeners is set on the command line.
+        if not any(o.strip().startswith("advertised.listeners=") for o in overrides or ()):
+            explicit["advertised.listeners"] = ""
     try:
         config = load_config(config_file, overrides or (), **explicit)
     except ConfigError as exc:
@@ -109,6 +113,7 @@ def serve(
 
     try:
         from muster.server.broker import run
+        from muster.server.startup import StartupError
     except ModuleNotFoundError as exc:
         if exc.name not in ("muster.server.broker", "muster.server"):
             raise
@@ -118,6 +123,8 @@ def serve(
         run(config)
     except ConfigError as exc:  # settings the broker refuses once it looks closer
         fail(f"configuration: {exc}", code=2)
+    except StartupError as exc:
+        fail(str(exc))
     except KeyboardInterrupt:
         pass
 

@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 
 from muster.config import BrokerConfig
-from muster.demo.broker_thread import BrokerThread
 from muster.demo.members import Member, MemberProcess
 from muster.demo.orders import OrderTrickle, create_topic, produce_burst
 from muster.demo.settings import GROUP, PARTITIONS, SPARK_GROUP, TOPIC
 from muster.demo.story import rebalance_story
+from muster.embedded.thread import BrokerThread
 
 
 class _Assigned(Protocol):

@@ -29,6 +29,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from muster.protocol.bounds import BoundsError, check_request
 from muster.protocol.legacy import legacy_schema
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
@@ -59,8 +60,13 @@ def _writer(schema: type) -> Callable[[Any, Any], None]:
 
 
 def decode_request(api_key: int, version: int, body: bytes | memoryview, offset: int = 0) -> Any:
+    schema = request_schema(api_key, version)
     try:
-        entity, _size = _reader(request_schema(api_key, version))(body, offset)
+        check_request(schema, body, offset)  # before kio reserves what a count claims
+    except BoundsError as exc:
+        raise DecodeError(f"api {api_key} v{version}: {exc}") from exc
+    try:
+        entity, _size = _reader(schema)(body, offset)
     except Exception as exc:  # kio raises assorted errors on garbage
         raise DecodeError(f"api {api_key} v{version}: {exc}") from exc
     return entity

@@ -9,6 +9,7 @@ from functools import cache
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 
+from muster.protocol.bounds import check_request
 from muster.protocol.codec import DecodeError, _reader, request_schema
 
 API_VERSIONS_KEY = 18
@@ -44,6 +45,7 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
     api_key, version, correlation_id = peek_prefix(frame)
     schema = RequestHeaderV2 if flexible else RequestHeaderV1
     try:
+        check_request(schema, frame, 0)  # BoundsError, before kio reserves a count
         header, size = _reader(schema)(frame, 0)
     except Exception as exc:
         raise DecodeError(f"bad request header: {exc}") from exc

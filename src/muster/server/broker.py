@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -16,7 +17,9 @@ from muster.server.connection import Connection
 from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
+from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.metrics import BrokerMetrics
+from muster.server.startup import DataDirLock, StartupError, bind_listener
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
@@ -34,11 +37,52 @@ class Broker:
         self.port: int | None = None
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.metrics: BrokerMetrics | None = None
+        self.metrics_port: int | None = None
+        self._lock: DataDirLock | None = None
 
     async def start(self) -> None:
-        data_dir = self.config.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
-        logs = LogManager(data_dir, self.config)
+        """Binds, then opens storage; a StartupError leaves nothing bound or locked."""
+        host, port = self.config.listen
+        # Bind before touching the disk: a broker that cannot listen must not
+        # leave a data directory (or 50 partition folders) behind.
+        sock = bind_listener(host, port)
+        try:
+            self.metrics = BrokerMetrics()
+            try:
+                self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
+            except OSError as exc:
+                raise StartupError(
+                    f"cannot serve metrics on {self.config['muster.metrics.listen']}: "
+                    f"{os.strerror(exc.errno) if exc.errno else exc}.\n"
+                    "Choose a free port (--set muster.metrics.listen=HOST:PORT)."
+                ) from None
+            await self._open_storage()
+            self._server = await asyncio.start_server(self._accept, sock=sock, limit=1 << 20)
+        except BaseException:
+            sock.close()
+            await self._release()
+            raise
+        assert self.state is not None
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.state.extras["bound_port"] = self.port
+        logs = self.state.logs
+        self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
+        self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
+        for line in self.config.ignored_report():
+            log.warning("%s", line)
+        where = "memory (muster.storage=memory)" if self.config.in_memory else self.config.data_dir
+        log.info("muster listening on %s:%d, data in %s", host, self.port, where)
+
+    async def _open_storage(self) -> None:
+        if self.config.in_memory:
+            logs = LogManager.in_memory(self.config)
+            producer_ids = ProducerIdAllocator(None)
+        else:
+            data_dir = self.config.data_dir
+            self._lock = DataDirLock(data_dir).acquire()
+            logs = LogManager(data_dir, self.config)
+            producer_ids = ProducerIdAllocator(data_dir / "producer-ids.json")
         await asyncio.to_thread(logs.load)
         notifier = DataNotifier()
         durability = Durability(
@@ -51,10 +95,12 @@ class Broker:
             logs=logs,
             durability=durability,
             notifier=notifier,
-            producer_ids=ProducerIdAllocator(data_dir / "producer-ids.json"),
+            producer_ids=producer_ids,
+            fetch_sessions=FetchSessionCache(
+                int(self.config["max.incremental.fetch.session.cache.slots"])
+            ),
         )
         self.state.extras["api_table"] = self.table
-        self.metrics = BrokerMetrics()
         self.state.extras["metrics"] = self.metrics
         durability.start()
         self.coordinator = await start_coordinator(self.state)
@@ -62,14 +108,6 @@ class Broker:
         self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
         self.state.extras["transactions"] = self.transactions
         self.metrics.coordinator = self.coordinator
-        self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
-        host, port = self.config.listen
-        self._server = await asyncio.start_server(self._accept, host, port, limit=1 << 20)
-        self.port = self._server.sockets[0].getsockname()[1]
-        self.state.extras["bound_port"] = self.port
-        self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
-        self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
-        log.info("muster listening on %s:%d, data in %s", host, self.port, data_dir)
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
         async def loop() -> None:
@@ -104,6 +142,10 @@ class Broker:
         for task in (*self._background, *self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._release()
+        log.info("muster stopped")
+
+    async def _release(self) -> None:
         if self.transactions is not None:
             await self.transactions.stop()
         if self.coordinator is not None:
@@ -111,7 +153,11 @@ class Broker:
         if self.state is not None:
             await self.state.durability.stop()
             await asyncio.to_thread(self.state.logs.close)
-        log.info("muster stopped")
+        if self.metrics is not None:
+            self.metrics.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -124,11 +170,13 @@ async def serve_until_signalled(
     config: BrokerConfig, ready: Callable[[Broker], Awaitable[None] | None] | None = None
 ) -> None:
     broker = Broker(config)
-    await broker.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Handlers first: a SIGTERM while the logs load stops the broker cleanly
+    # once it has started, rather than killing it halfway through.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await broker.start()
     if ready is not None:
         result = ready(broker)
         if asyncio.iscoroutine(result):

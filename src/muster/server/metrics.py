@@ -87,12 +87,21 @@ class BrokerMetrics:
             elif kind == "GroupStoreFailed":
                 self.group_store_failures.inc()
 
+    def close(self) -> None:
+        """Stops the /metrics endpoint, freeing its port for a restarted broker."""
+        server = getattr(self, "_http", None)
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+            self._http = None
+
     def serve(self, listen: str) -> int | None:
         """Starts the /metrics endpoint; returns its port (None when disabled)."""
         if not listen:
             return None
         host, _, port = listen.rpartition(":")
         server, _thread = start_http_server(int(port), host or "127.0.0.1", self.registry)
+        self._http = server
         bound = int(server.server_address[1])
         log.info("metrics on http://%s:%d/metrics", host or "127.0.0.1", bound)
         return bound

@@ -12,6 +12,7 @@ from typing import Any
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.server.durability import Durability
+from muster.server.fetch_sessions import FetchSessionCache
 
 
 @dataclass
@@ -81,6 +82,7 @@ class BrokerState:
     durability: Durability
     notifier: DataNotifier
     producer_ids: ProducerIdAllocator
+    fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(1000))
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

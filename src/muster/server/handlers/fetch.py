@@ -17,6 +17,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.log.port import PartitionLog
+from muster.server.clock import now_ms
+from muster.server.fetch_sessions import (
+    FINAL_EPOCH,
+    FetchPlan,
+    plan_fetch,
+)
 from muster.server.state import BrokerState, RequestContext
 
 READ_COMMITTED = 1
@@ -93,65 +99,114 @@ def _read_partition(
     return entry, len(data), (name, index)
 
 
+def _unknown_topic_id(index: int) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.unknown_topic_id,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+
+
 def _collect(
-    state: BrokerState, req: Any, by_id: bool
+    state: BrokerState, req: Any, by_id: bool, plan: FetchPlan
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[str, int]]]:
     ids = state.logs.names_by_id() if by_id else {}
-    responses = []
+    responses: list[dict[str, Any]] = []
     total = 0
     errors = False
     watch: list[tuple[str, int]] = []
     budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
     committed = req.isolation_level == READ_COMMITTED
-    for topic in req.topics:
-        name = ids.get(topic.topic_id, "") if by_id else topic.topic
-        parts = []
-        for p in topic.partitions:
-            if by_id and not name:
-                entry = {
-                    "partition_index": p.partition,
-                    "error_code": ErrorCode.unknown_topic_id,
-                    "high_watermark": -1,
-                    "last_stable_offset": -1,
-                    "log_start_offset": -1,
-                    "aborted_transactions": None,
-                    "preferred_read_replica": -1,
-                    "records": b"",
-                }
-                size, key = 0, None
-            else:
-                # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
-                entry, size, key = _read_partition(
-                    state,
-                    name,
-                    p,
-                    budget if total else max(budget, 1),
-                    min_one=total == 0,
-                    committed=committed,
-                )
-            total += size
-            budget -= size
-            errors |= entry["error_code"] != ErrorCode.none
-            if key is not None:
-                watch.append(key)
-            parts.append(entry)
-        topic_entry: dict[str, Any] = {"partitions": parts}
-        if by_id:
-            topic_entry["topic_id"] = topic.topic_id
+    session = plan.session
+    moved: list[Any] = []  # session partitions that returned data go last next time
+    parts: list[dict[str, Any]] = []
+    last_topic: Any = object()
+    for topic, p in plan.reads:
+        name = ids.get(topic, "") if by_id else topic
+        if by_id and not name:
+            entry = _unknown_topic_id(p.partition)
+            size, key = 0, None
         else:
-            topic_entry["topic"] = name
-        responses.append(topic_entry)
+            # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
+            entry, size, key = _read_partition(
+                state,
+                name,
+                p,
+                budget if total else max(budget, 1),
+                min_one=total == 0,
+                committed=committed,
+            )
+        total += size
+        budget -= size
+        errors |= entry["error_code"] != ErrorCode.none
+        if key is not None:
+            watch.append(key)
+        if session is not None:
+            cached = session.partitions.get((topic, p.partition))
+            news = cached.must_answer(entry) if cached is not None else True
+            if size and cached is not None:
+                moved.append((topic, p.partition))
+            if plan.incremental and not news:
+                continue
+        if topic != last_topic:
+            parts = []
+            topic_entry: dict[str, Any] = {"partitions": parts}
+            topic_entry["topic_id" if by_id else "topic"] = topic if by_id else name
+            responses.append(topic_entry)
+            last_topic = topic
+        parts.append(entry)
+    if session is not None:
+        for key in moved:
+            session.partitions.move_to_end(key)
     return responses, total, errors, watch
+
+
+def _requested(req: Any, by_id: bool) -> list[tuple[Any, Any]]:
+    return [
+        (topic.topic_id if by_id else topic.topic, p)
+        for topic in req.topics
+        for p in topic.partitions
+    ]
+
+
+def _forgotten(req: Any, by_id: bool) -> list[tuple[Any, int]]:
+    return [
+        (topic.topic_id if by_id else topic.topic, index)
+        for topic in getattr(req, "forgotten_topics_data", None) or ()
+        for index in topic.partitions
+    ]
+
+
+def _plan(state: BrokerState, req: Any, by_id: bool) -> FetchPlan:
+    requested = _requested(req, by_id)
+    epoch = getattr(req, "session_epoch", FINAL_EPOCH)  # Fetch < v7 has no sessions
+    return plan_fetch(
+        state.fetch_sessions,
+        getattr(req, "session_id", 0),
+        epoch,
+        by_id,
+        requested,
+        _forgotten(req, by_id),
+        now_ms(),
+    )
 
 
 async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     by_id = ctx.api_version >= 13
+    plan = _plan(state, req, by_id)
+    if plan.error != ErrorCode.none:
+        return {"throttle_time": 0, "error_code": plan.error, "session_id": 0, "responses": []}
     max_wait_s = max(0.0, req.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     min_bytes = max(1, req.min_bytes)
     while True:
-        responses, total, errors, watch = _collect(state, req, by_id)
+        responses, total, errors, watch = _collect(state, req, by_id, plan)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or errors or remaining <= 0 or not watch:
             break
@@ -166,6 +221,6 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
-        "session_id": 0,
+        "session_id": plan.session.id if plan.session is not None else 0,
         "responses": responses,
     }

@@ -1,4 +1,4 @@
-"""A broker with its own event loop in a background thread of the demo process."""
+"""A broker with its own event loop on a background thread of the caller's process."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from muster.server.broker import Broker
 
 
 class BrokerThread:
+    """Runs `muster.server.broker.Broker` on a daemon thread until `stop()`.
+
+    `start()` returns once the broker listens, or raises what stopped it
+    (a `StartupError` for a taken port or a locked data directory).
+    """
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.loop = asyncio.new_event_loop()
@@ -25,24 +31,36 @@ class BrokerThread:
         except BaseException as exc:
             self._error = exc
             self._ready.set()
+            self.loop.close()
             return
         self._ready.set()
         self.loop.run_forever()
+        self.loop.close()
 
-    def start(self) -> BrokerThread:
+    def start(self, timeout: float = 60) -> BrokerThread:
         self._thread.start()
-        self._ready.wait(60)
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"the broker did not start within {timeout} s")
         if self._error is not None:
+            self._thread.join(timeout)
             raise self._error
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30) -> None:
+        if self.loop.is_closed():
+            return
         fut = asyncio.run_coroutine_threadsafe(self.broker.stop(), self.loop)
-        fut.result(30)
+        fut.result(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(30)
+        self._thread.join(timeout)
+
+    @property
+    def port(self) -> int:
+        return self.broker.port or self.config.listen[1]
 
     @property
     def bootstrap(self) -> str:
-        host, port = self.config.listen
-        return f"{host}:{self.broker.port or port}"
+        host, _ = self.config.listen
+        if host in ("", "0.0.0.0"):
+            host = "127.0.0.1"
+        return f"{host}:{self.port}"

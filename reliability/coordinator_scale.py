@@ -1,0 +1,311 @@
+"""Campaign: the group coordinator at scale — loading 10M offset records, then expiring them.
+
+1. A data directory is prepared with muster's own log code: G groups (default
+   100,000), each with one OffsetCommit of 100 partitions (G x 100 records, 10M by
+   default) in the `__consumer_offsets` partition Kafka's hash gives the group,
+   committed 8 days ago (past the default 7-day `offsets.retention.minutes`).
+2. `muster serve` starts on it. From the moment the port opens, a raw-socket
+   client asks OffsetFetch (v8) for a group that lives in the partition loaded last,
+   and counts the answers COORDINATOR_LOAD_IN_PROGRESS until the offset is served.
+   The broker's RSS is sampled throughout.
+3. Once served, the client commits and fetches its own group in a loop, timing
+   every request, while the offset expiry (first run `--expiry-after-ms` after
+   start) drops every loaded group's offsets. Reported: the longest request and
+   the p99 during the run, and that the expired groups are really empty afterwards.
+
+    .venv/bin/python reliability/coordinator_scale.py              # 100,000 groups, 10M records
+    .venv/bin/python reliability/coordinator_scale.py --groups 1000 # a short run (CI's size)
+
+The closing line: `coordinator-scale: 10,000,000 records, 100,000 groups, served after
+X s, N answers COORDINATOR_LOAD_IN_PROGRESS, peak RSS M MiB; expiry: longest request
+L ms, p99 P ms, K groups emptied`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shutil
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import common  # noqa: E402  (bench/common.py: brokers on free ports, stopped on exit)
+from coordinator_load import LOADED_RE, create_offsets_topic, wait_for_line  # noqa: E402
+from kio.schema.request_header.v2.header import RequestHeader  # noqa: E402
+from kio.serial import entity_reader, entity_writer  # noqa: E402
+
+from muster.protocol.codec import build, request_schema, response_schema  # noqa: E402
+
+OFFSETS_TOPIC = "__consumer_offsets"
+NUM_PARTITIONS = 50
+PARTS = 100
+TOPIC = "scale-topic"
+DAY_MS = 86_400_000
+LOAD_IN_PROGRESS = 14
+
+
+def group_name(i: int) -> str:
+    return f"scale-group-{i:06d}"
+
+
+def prepare(data_dir: Path, groups: int) -> float:
+    """Writes groups x 100 OffsetCommit records, 8 days old; seconds taken."""
+    from muster.config import BrokerConfig
+    from muster.coordinator.runtime.partitioning import partition_for
+    from muster.log.manager import LogManager
+    from muster.records.batch import build_batch
+    from muster.records.offsets_topic import OffsetCommitValue, offset_commit_record
+
+    create_offsets_topic(data_dir)
+    started = time.monotonic()
+    mgr = LogManager(data_dir, BrokerConfig())
+    mgr.load()
+    logs = {p: mgr.get(OFFSETS_TOPIC, p) for p in range(NUM_PARTITIONS)}
+    ts = int(time.time() * 1000) - 8 * DAY_MS
+    try:
+        for g in range(groups):
+            group = group_name(g)
+            records = [
+                offset_commit_record(group, TOPIC, p, OffsetCommitValue(1000 + p, -1, "", ts))
+                for p in range(PARTS)
+            ]
+            log = logs[partition_for(group, NUM_PARTITIONS)]
+            assert log is not None
+            log.append(build_batch(records, timestamp_ms=ts), ts)
+        mgr.flush_all()
+    finally:
+        mgr.close()
+    return time.monotonic() - started
+
+
+def last_loaded_group(groups: int) -> str:
+    """A group of the partition the broker loads last (the highest)."""
+    from muster.coordinator.runtime.partitioning import partition_for
+
+    best = max(range(groups), key=lambda g: partition_for(group_name(g), NUM_PARTITIONS))
+    return group_name(best)
+
+
+class Wire:
+    """One connection sending flexible requests and reading their answers."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.correlation = 0
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        self.correlation += 1
+        buf = io.BytesIO()
+        entity_writer(RequestHeader)(
+            buf,
+            RequestHeader(
+                request_api_key=api_key,
+                request_api_version=version,
+                correlation_id=self.correlation,
+                client_id="scale",
+            ),
+        )
+        schema = request_schema(api_key, version)
+        entity_writer(schema)(buf, build(schema, body))
+        data = buf.getvalue()
+        self.sock.sendall(struct.pack(">i", len(data)) + data)
+        (size,) = struct.unpack(">i", self._exactly(4))
+        frame = self._exactly(size)
+        answer, _ = entity_reader(response_schema(api_key, version))(frame, 5)
+        return answer
+
+    def _exactly(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            out += chunk
+        return bytes(out)
+
+    def fetch_offset(self, group: str, partition: int) -> tuple[int, int]:
+        """(error code, committed offset) of one partition of TOPIC."""
+        answer = self.call(
+            9,
+            8,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "topics": [{"name": TOPIC, "partition_indexes": [partition]}],
+                    }
+                ]
+            },
+        )
+        g = answer.groups[0]
+        if g.error_code:
+            return int(g.error_code), -1
+        p = g.topics[0].partitions[0]
+        return int(p.error_code), int(p.committed_offset)
+
+    def commit(self, group: str, offset: int) -> int:
+        answer = self.call(
+            8,
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "topics": [
+                    {
+                        "name": TOPIC,
+                        "partitions": [{"partition_index": 0, "committed_offset": offset}],
+                    }
+                ],
+            },
+        )
+        return int(answer.topics[0].partitions[0].error_code)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class Figures:
+    records: int = 0
+    groups: int = 0
+    prepare_s: float = 0.0
+    listening_s: float = 0.0
+    served_s: float = 0.0
+    load_in_progress: int = 0
+    loaded_log_ms: int = 0
+    peak_rss_mib: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    emptied: int = 0
+    checked: int = 0
+
+
+def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figures:
+    fig = Figures(records=groups * PARTS, groups=groups)
+    data = common.temp_data_dir("muster-scale-")
+    try:
+        print(f"preparing {fig.records:,} records for {groups:,} groups in {data} ...", flush=True)
+        fig.prepare_s = prepare(data, groups)
+        print(f"  written in {fig.prepare_s:.1f} s", flush=True)
+        probe = last_loaded_group(groups)
+        port = common.free_port()
+        settings = {
+            "offsets.retention.check.interval.ms": str(expiry_after_ms),
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        broker = common.Broker(
+            name="muster",
+            argv=common.muster_argv(data, "127.0.0.1", port, settings),
+            host="127.0.0.1",
+            port=port,
+            log_path=common.RESULTS_DIR / "logs" / f"muster-scale-{port}.log",
+            data_dir=data,
+        )
+        stop = threading.Event()
+        peak = [0.0]
+
+        def sample() -> None:
+            while not stop.is_set() and broker.proc is not None:
+                try:
+                    peak[0] = max(peak[0], rss_mib(broker.proc.pid))
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+        t0 = time.monotonic()
+        broker.start(timeout=300)
+        fig.listening_s = time.monotonic() - t0
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            wire = Wire(port)
+            while True:
+                error, offset = wire.fetch_offset(probe, PARTS - 1)
+                if error == LOAD_IN_PROGRESS:
+                    fig.load_in_progress += 1
+                    time.sleep(0.01)
+                    continue
+                if error or offset != 1000 + PARTS - 1:
+                    raise RuntimeError(
+                        f"loaded group {probe} answered error {error} offset {offset}"
+                    )
+                break
+            fig.served_s = time.monotonic() - t0
+            m = wait_for_line(broker.log_path, LOADED_RE, 300, broker.proc)
+            fig.loaded_log_ms = int(m.group(2))
+            common.create_topic(broker.bootstrap, TOPIC, PARTS)
+            # commits and fetches of a live group while every loaded group expires
+            n = 0
+            until = time.monotonic() + probe_s
+            while time.monotonic() < until:
+                n += 1
+                started = time.perf_counter()
+                error = wire.commit("scale-live", n)
+                if error:
+                    raise RuntimeError(f"live commit failed with error {error}")
+                if wire.fetch_offset("scale-live", 0) != (0, n):
+                    raise RuntimeError("live commit not read back")
+                fig.latencies_ms.append((time.perf_counter() - started) * 1000)
+            sample_groups = range(0, groups, max(1, groups // 200))
+            for g in sample_groups:
+                fig.checked += 1
+                if wire.fetch_offset(group_name(g), 0) == (0, -1):
+                    fig.emptied += 1
+        finally:
+            stop.set()
+            fig.peak_rss_mib = max(peak[0], fig.peak_rss_mib)
+            broker.stop()
+    finally:
+        if not keep:
+            shutil.rmtree(data, ignore_errors=True)
+    return fig
+
+
+def closing_line(fig: Figures) -> str:
+    lat = sorted(fig.latencies_ms)
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0.0
+    return (
+        f"coordinator-scale: {fig.records:,} records, {fig.groups:,} groups, "
+        f"served after {fig.served_s:.1f} s (load {fig.loaded_log_ms / 1000:.1f} s), "
+        f"{fig.load_in_progress:,} answers COORDINATOR_LOAD_IN_PROGRESS, "
+        f"peak RSS {fig.peak_rss_mib:,.0f} MiB; expiry: longest request "
+        f"{max(lat, default=0):.0f} ms, p99 {p99:.1f} ms, median "
+        f"{statistics.median(lat) if lat else 0:.1f} ms over {len(lat):,} commit+fetch, "
+        f"{fig.emptied}/{fig.checked} sampled groups emptied"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", type=int, default=100_000, help="groups of 100 offsets each")
+    ap.add_argument(
+        "--expiry-after-ms", type=int, default=5000, help="offsets.retention.check.interval.ms"
+    )
+    ap.add_argument("--probe-seconds", type=float, default=20.0, help="live requests timed for")
+    ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    args = ap.parse_args(argv)
+    common.install_signal_handlers()
+    try:
+        fig = run(args.groups, args.expiry_after_ms, args.probe_seconds, args.keep)
+    finally:
+        common.stop_all()
+    print(closing_line(fig), flush=True)
+    return 0 if fig.emptied == fig.checked else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""What can go wrong when a broker starts, said in a line a person can act on.
+
+The order is deliberate: the listener is bound before anything touches the
+disk, so a broker that cannot listen leaves no data directory behind; then the
+data directory is created and locked (Kafka's `.lock`) for the broker's
+lifetime, so a second broker on the same directory stops instead of writing
+the same logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+LOCK_NAME = ".lock"
+
+
+class StartupError(Exception):
+    """The broker cannot start; the message says what is wrong and what to do."""
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno is not None:
+        return os.strerror(exc.errno).lower()
+    return str(exc)
+
+
+def bind_listener(host: str, port: int, what: str = "listener") -> socket.socket:
+    """A TCP socket bound to HOST:PORT, or a StartupError saying why not."""
+    sock = None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        # SO_REUSEADDR as asyncio.start_server sets it, so a restart does not wait
+        # for the previous run's TIME_WAIT connections.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Bound but not listening: the port is ours (a second broker gets
+        # EADDRINUSE) while clients are still refused until the broker is ready;
+        # asyncio.start_server(sock=...) calls listen().
+        sock.bind(address)
+        return sock
+    except OSError as exc:
+        if sock is not None:
+            sock.close()
+        where = f"{host or '0.0.0.0'}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"cannot listen on {where}: address already in use (another broker?).\n"
+                "Stop whatever holds it or choose another port (--listen HOST:PORT)."
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise StartupError(
+                f"cannot listen on {where}: permission denied (ports below 1024 need root).\n"
+                "Choose a port above 1024 (--listen HOST:PORT)."
+            ) from None
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            raise StartupError(
+                f"cannot listen on {where}: no such address on this machine ({_reason(exc)}).\n"
+                f"Use an address of this machine for the {what}, e.g. 127.0.0.1."
+            ) from None
+        raise StartupError(f"cannot listen on {where}: {_reason(exc)}.") from None
+
+
+class DataDirLock:
+    """An exclusive flock on DATA_DIR/.lock holding the owner's pid.
+
+    flock (not a pid file alone) because the kernel drops it when the process
+    dies, even by kill -9, so a crashed broker never leaves a stale lock.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._fd: int | None = None
+
+    def acquire(self) -> DataDirLock:
+        path = self.data_dir / LOCK_NAME
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StartupError(self._unusable(exc)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StartupError(
+                f"data directory {self.data_dir} is in use by another muster broker "
+                f"(pid {holder}).\n"
+                "Stop that broker first, or give this one its own directory (--data-dir DIR)."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def _unusable(self, exc: OSError) -> str:
+        where = self.data_dir
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            problem = f"data directory {where} is not writable ({_reason(exc)})"
+        elif exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            problem = f"cannot create data directory {where} ({_reason(exc)})"
+        else:
+            problem = f"cannot use data directory {where} ({_reason(exc)})"
+        return f"{problem}.\nChoose a directory this user can write (--data-dir DIR)."
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        # The file stays (as Kafka's .lock does); only the flock goes.
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
