@@ -81,3 +81,11 @@ def read_all(
     finally:
         consumer.close()
     return out
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of a process, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise OSError(f"no VmRSS for {pid}")
