@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -13,6 +15,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from muster.protocol.client_codec import decode_response, encode_request
 from tests.support.brokers import MusterProcess
 from tests.wire.group_helpers import wait_until
 
@@ -89,3 +92,41 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise OSError(f"no VmRSS for {pid}")
+
+
+class RawClient:
+    """One connection speaking Kafka frames built by muster's own codec: for
+    requests no client library would send (a 1 MiB topic name, 100,000
+    partitions, 10 MB of member metadata)."""
+
+    def __init__(self, port: int, timeout: float = 30.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self._correlation = 0
+
+    def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """The decoded answer; ConnectionError if the broker closed instead."""
+        self.send(api_key, version, body)
+        return self.receive(api_key, version)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> None:
+        self._correlation += 1
+        self.sock.sendall(encode_request(api_key, version, self._correlation, "raw", body))
+
+    def receive(self, api_key: int, version: int) -> Any:
+        """The answer to the last request sent (one in flight at a time)."""
+        (size,) = struct.unpack(">i", self._exactly(4))
+        correlation, answer = decode_response(api_key, version, self._exactly(size))
+        assert correlation == self._correlation
+        return answer
+
+    def _exactly(self, n: int) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(min(n - len(data), 1 << 20))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        self.sock.close()

@@ -43,7 +43,7 @@ from capture import RecordingProxy, api_keys, record_sessions  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 PROBE_BOUND_S = 5.0
-RSS_BOUND_MIB = 600
+RSS_BOUND_MIB = 256
 ANSWER_WAIT_S = 0.3
 LATE_ANSWER_S = 2.0  # a parked request's last chance at the end
 PARKED_PER_WORKER = 16

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
+from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
 from muster.server.connection import Connection
@@ -33,6 +34,7 @@ class Broker:
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self.admission = Admission(self.config)
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
         self.coordinator: GroupCoordinator | None = None
@@ -122,6 +124,13 @@ class Broker:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.state is not None
+        peer = writer.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        refused = self.admission.admit(host)
+        if refused is not None:
+            log.info("refused connection from %s: %s", host, refused)
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -133,6 +142,7 @@ class Broker:
             log.exception("connection handler crashed")
         finally:
             self._connections.discard(task)
+            self.admission.release(host)
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.coordinator.events import EVENTS_TOPIC
-from muster.server.handlers.common import resolve_topic
+from muster.server.handlers.common import resolve_topic, shown
 from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
         auto = bool(getattr(req, "allow_auto_topic_creation", True))
         by_id = {info.topic_id: n for n, info in state.logs.topics().items()}
         topics = []
+        refused: list[str] = []
         for t in requested:
             name = t.name
             if name is None:
@@ -80,8 +81,11 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 continue
             error = resolve_topic(state, name, auto)
             if error != ErrorCode.none:
-                log.info("metadata v%d for %r: %s", ctx.api_version, name, error.name)
+                refused.append(f"{shown(name)}: {error.name}")
             topics.append(topic_entry(state, name, error))
+        if refused:  # one line per request, however many topics it names
+            more = f" and {len(refused) - 3:,} more" if len(refused) > 3 else ""
+            log.info("metadata v%d for %s%s", ctx.api_version, ", ".join(refused[:3]), more)
     return {
         "throttle_time": 0,
         "brokers": brokers(state),
