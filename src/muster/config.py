@@ -65,7 +65,15 @@ PROPERTIES: tuple[Property, ...] = (
         "HOST:PORT for the Prometheus /metrics endpoint (empty: off).",
     ),
     Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
-    Property("connections.max.idle.ms", int, 600000, "Close connections idle this long."),
+    Property("connections.max.idle.ms", int, 600000, "Close idle or half-sent connections."),
+    Property("max.connections", int, 2147483647, "Connections at once; more are closed."),
+    Property("max.connections.per.ip", int, 2147483647, "Connections from one address."),
+    Property(
+        "max.connections.per.ip.overrides",
+        str,
+        "",
+        "Per-address caps, as in Kafka: 'host:count,host:count'.",
+    ),
     Property(
         "max.incremental.fetch.session.cache.slots",
         int,

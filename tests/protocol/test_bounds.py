@@ -20,6 +20,7 @@ from kio.serial._introspect import (
     PrimitiveTupleField,
     classify_field,
     get_schema_field_type,
+    is_optional,
 )
 
 from muster.protocol.bounds import BoundsError, check_request
@@ -144,6 +145,46 @@ def test_mutated_requests_decode_or_raise_decode_error(
         at = at % (len(body) + 1)
         body[at : at + len(chunk)] = chunk
     try:
-        decode_request(api_key, version, bytes(body))
+        request = decode_request(api_key, version, bytes(body))
     except DecodeError:
-        pass
+        return
+    _assert_no_null_where_schema_has_none(request)
+
+
+def _assert_no_null_where_schema_has_none(entity: Any) -> None:
+    """What a handler may rely on: a field that is not optional is never None."""
+    for f in fields(entity):
+        value = getattr(entity, f.name)
+        if value is None:
+            assert is_optional(f), f"{type(entity).__qualname__}.{f.name} decoded as None"
+            continue
+        kind = classify_field(f)
+        if isinstance(kind, EntityField):
+            _assert_no_null_where_schema_has_none(value)
+        elif isinstance(kind, EntityTupleField):
+            for item in value:
+                _assert_no_null_where_schema_has_none(item)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "body_hex"),
+    [
+        # found by reliability/fuzz_wire.py: each made a handler iterate None
+        (2, 1, "00000001ffffffff"),  # ListOffsets v1: topics -1
+        (2, 6, "000000010000"),  # ListOffsets v6: topics compact null
+        (10, 0, "ffff"),  # FindCoordinator v0: key null
+        (8, 2, "00016100000001ffff"),  # OffsetCommit v2: member id null
+        (1, 4, "ffffffff000001f400000001000fffff00ffffffff"),  # Fetch v4: topics -1
+    ],
+)
+def test_null_where_the_schema_has_no_null_is_refused(
+    api_key: int, version: int, body_hex: str
+) -> None:
+    with pytest.raises(DecodeError, match="cannot be null"):
+        decode_request(api_key, version, bytes.fromhex(body_hex))
+
+
+def test_null_where_the_schema_allows_it_is_kept() -> None:
+    # Metadata v4: a null topic list asks for every topic
+    request = decode_request(3, 4, bytes.fromhex("ffffffff01"))
+    assert request.topics is None

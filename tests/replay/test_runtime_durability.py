@@ -136,14 +136,20 @@ def _commit(group: str, offset: int) -> rq.OffsetCommit:
     return rq.OffsetCommit(group, (rq.CommitTopic("t", (rq.CommitPartition(0, offset),)),))
 
 
+async def _started(plog: MemoryLog) -> tuple[Durability, ShardRuntime]:
+    """Group commit and a loaded shard runtime on `plog`."""
+    d = Durability("always", 0, lambda _p: None)
+    d.start()
+    runtime = ShardRuntime(CoordinatorShard(0), plog, d, lambda _e: None)
+    runtime.start()
+    await _settle(lambda: runtime.loaded)
+    return d, runtime
+
+
 def test_commit_is_answered_only_once_durable_and_in_order() -> None:
     async def main() -> None:
-        d = Durability("always", 0, lambda _p: None)
-        d.start()
         plog = WatchedLog("__consumer_offsets", 0)
-        runtime = ShardRuntime(CoordinatorShard(0), plog, d, lambda _e: None)
-        runtime.start()
-        await _settle(lambda: runtime.loaded)
+        d, runtime = await _started(plog)
         answered: list[tuple[int, int, int]] = []  # (offset, flushed at answer, log end)
 
         async def commit(offset: int) -> None:
@@ -166,17 +172,70 @@ def test_commit_is_answered_only_once_durable_and_in_order() -> None:
 
 def test_failed_fsync_answers_the_commit_with_a_storage_error() -> None:
     async def main() -> None:
-        d = Durability("always", 0, lambda _p: None)
-        d.start()
         plog = WatchedLog("__consumer_offsets", 0)
-        runtime = ShardRuntime(CoordinatorShard(0), plog, d, lambda _e: None)
-        runtime.start()
-        await _settle(lambda: runtime.loaded)
+        d, runtime = await _started(plog)
         plog.fail = OSError(5, "disk gone")
         resp = await runtime.call(_commit(GROUP, 7))
         assert resp.topics[0].partitions[0].error_code != 0
         fetched = await runtime.call(rq.OffsetFetch((rq.FetchGroup(GROUP, None),)))
         assert all(p.committed_offset != 7 for t in fetched.groups[0].topics for p in t.partitions)
+        await runtime.stop()
+        await d.stop()
+
+    asyncio.run(main())
+
+
+def test_failed_flush_is_not_sticky_once_the_disk_recovers() -> None:
+    async def main() -> None:
+        d = Durability("always", 0, lambda _p: None)
+        d.start()
+        plog, other = WatchedLog("t", 0), WatchedLog("t", 1)
+        plog.fail = OSError(28, "no space")
+        for log in (plog, other):
+            _append(log)
+            d.appended(log)  # two logs: one flush by the flusher thread
+        results: dict[int, OSError | None] = {}
+        d.on_durable(plog, lambda err: results.__setitem__(0, err))
+        d.on_durable(other, lambda err: results.__setitem__(1, err))
+        await _settle(lambda: len(results) == 2)
+        assert isinstance(results[0], OSError)
+        assert results[1] is None  # one log's disk trouble is not the other's
+        plog.fail = None
+        _append(plog)
+        d.appended(plog)
+        await asyncio.wait_for(d.wait(plog), 5)  # acknowledged again: no restart
+        assert plog.flushed_offset == plog.log_end_offset == 2
+        await d.stop()
+
+    asyncio.run(main())
+
+
+class FullDiskLog(WatchedLog):
+    """Appends raise a bare OSError (as a log without the port's mapping would)."""
+
+    def append(self, records: bytes, now_ms: int, coordinator: bool = False) -> Any:
+        if self.fail is not None:
+            raise self.fail
+        return super().append(records, now_ms, coordinator)
+
+
+def test_append_oserror_answers_not_coordinator_and_the_shard_keeps_serving() -> None:
+    async def main() -> None:
+        plog = FullDiskLog("__consumer_offsets", 0)
+        d, runtime = await _started(plog)
+        assert (await runtime.call(_commit(GROUP, 3))).topics[0].partitions[0].error_code == 0
+        plog.fail = OSError(28, "No space left on device")
+        resp = await asyncio.wait_for(runtime.call(_commit(GROUP, 7)), 5)
+        # what Kafka's coordinator answers for KAFKA_STORAGE_ERROR on its log
+        assert resp.topics[0].partitions[0].error_code == 16  # NOT_COORDINATOR
+        fetch = rq.OffsetFetch((rq.FetchGroup(GROUP, None),))
+        fetched = await asyncio.wait_for(runtime.call(fetch), 5)
+        assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
+        plog.fail = None  # space is back: commits work with no restart
+        resp = await asyncio.wait_for(runtime.call(_commit(GROUP, 9)), 5)
+        assert resp.topics[0].partitions[0].error_code == 0
+        fetched = await asyncio.wait_for(runtime.call(fetch), 5)
+        assert fetched.groups[0].topics[0].partitions[0].committed_offset == 9
         await runtime.stop()
         await d.stop()
 

@@ -160,3 +160,14 @@ class TansuProcess:
 
 def topic_names(prefix: str, n: int) -> Iterable[str]:
     return (f"{prefix}-{i}" for i in range(n))
+
+
+def peer_closed(sock: socket.socket, seconds: float) -> bool:
+    """True if the broker closed this connection within `seconds` (EOF or reset)."""
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False

@@ -12,6 +12,7 @@ skip the full CRC scan of each active segment.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ from muster.log.port import LogError, PartitionLog
 from muster.log.segment_log import SegmentLog, fsync_dir
 
 METADATA_FILE = "topics.json"
+logger = logging.getLogger(__name__)
+
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -283,12 +286,19 @@ class LogManager:
 
     def close(self) -> None:
         """Flushes and closes every log, then marks the shutdown clean."""
+        failed = []
         for log in list(self._logs.values()):
-            if isinstance(log, SegmentLog):
-                log.close()
-            else:
-                log.flush()
+            try:
+                if isinstance(log, SegmentLog):
+                    log.close()
+                else:
+                    log.flush()
+            except OSError as exc:  # a disk fault: the next start recovers these
+                failed.append(f"{log.topic}-{log.partition}: {exc}")
         self._logs.clear()
+        if failed:
+            logger.error("unclean shutdown, logs not flushed: %s", "; ".join(failed))
+            return
         if not self.memory and self.data_dir is not None and self._loaded:
             marker = self.data_dir / CLEAN_SHUTDOWN_FILE
             marker.write_bytes(b"")

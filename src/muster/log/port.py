@@ -56,6 +56,13 @@ class OffsetOutOfRangeError(LogError):
     error_code = 1  # OFFSET_OUT_OF_RANGE
 
 
+class StorageError(LogError):
+    """The disk refused a write or an fsync (ENOSPC, EIO): nothing of the
+    refused write is kept, and the log takes writes again once the disk does."""
+
+    error_code = 56  # KAFKA_STORAGE_ERROR
+
+
 @dataclass(frozen=True)
 class AppendInfo:
     base_offset: int  # offset given to the first record appended

@@ -98,9 +98,15 @@ class Segment:
     ) -> None:
         """Writes a prepared record set; `batches` positions are relative to `data`."""
         start = self.size
-        written = os.pwrite(self.fd, data, start)
-        while written < len(data):  # pragma: no cover - short writes are rare
-            written += os.pwrite(self.fd, data[written:], start + written)
+        try:
+            written = os.pwrite(self.fd, data, start)
+            while written < len(data):  # a full disk writes part, then fails
+                written += os.pwrite(self.fd, data[written:], start + written)
+        except OSError:
+            # Whole batches of a refused write must not surface at recovery:
+            # cut what reached the file (the caller raises if this fails too).
+            os.ftruncate(self.fd, start)
+            raise
         for base, nxt, max_ts, pos, size in batches:
             self._track(base, nxt, max_ts, start + pos, size)
         self.size = start + len(data)

@@ -33,7 +33,7 @@ from typing import Any
 from muster.log.append import append_end_marker, prepare_append
 from muster.log.cleaner import CleanStats, clean_segment_log
 from muster.log.config import LogConfig
-from muster.log.port import AppendInfo, OffsetOutOfRangeError
+from muster.log.port import AppendInfo, OffsetOutOfRangeError, StorageError
 from muster.log.producer_state import ProducerStateManager
 from muster.log.segment import Segment, segment_name
 from muster.records.batch import CONTROL_MASK, decode_batch
@@ -92,6 +92,10 @@ class SegmentLog:
         self.recovered_truncations = 0  # torn/corrupt tails cut on open
         self._unsynced_snapshots: list[Path] = []  # roll snapshots the next flush fsyncs
         self._durable_snapshot: Path | None = None
+        # disk faults (see _heal): a refused write whose bytes could not be cut
+        # off, and a failed flush, after which unflushed data is of unknown state
+        self._torn_tail = False
+        self._flush_failed: OSError | None = None
         created = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         if created:
@@ -324,6 +328,8 @@ class SegmentLog:
     def _append(
         self, records: bytes, now_ms: int, marker: bool, coordinator: bool = False
     ) -> AppendInfo:
+        if self._torn_tail or self._flush_failed is not None:
+            self._heal(now_ms)
         prepared = prepare_append(
             records,
             now_ms,
@@ -339,11 +345,21 @@ class SegmentLog:
         seg = self._view[0][-1]
         if seg.size == 0:
             seg.created_ms = now_ms
-        if not seg.fits(len(prepared.buf), prepared.next_offset - 1, self.config.segment_bytes) or (
-            seg.size > 0 and now_ms - seg.created_ms >= self.config.segment_ms
-        ):
-            seg = self._roll(now_ms)
-        seg.append(prepared.buf, prepared.batches)
+        try:
+            if not seg.fits(
+                len(prepared.buf), prepared.next_offset - 1, self.config.segment_bytes
+            ) or (seg.size > 0 and now_ms - seg.created_ms >= self.config.segment_ms):
+                seg = self._roll(now_ms)
+            seg.append(prepared.buf, prepared.batches)
+        except OSError as exc:
+            # Nothing was committed (offsets, producer state): the write is
+            # refused whole. Segment.append cut its partial bytes unless that
+            # failed too, in which case the next append cuts them first.
+            try:
+                self._torn_tail = os.fstat(seg.fd).st_size != seg.size
+            except OSError:
+                self._torn_tail = True
+            raise StorageError(f"write to {self.topic}-{self.partition} failed: {exc}") from exc
         if prepared.pending:
             self.producers.commit(prepared.pending)
         self._end = prepared.next_offset
@@ -353,6 +369,49 @@ class SegmentLog:
             prepared.log_append_time_ms,
             self._view[0][0].base_offset,
         )
+
+    def _heal(self, now_ms: int) -> None:
+        """Makes the log writable again after a disk fault, or raises StorageError.
+
+        A torn tail (a refused write's bytes) is cut. After a failed flush the
+        data past the flushed offset may be lost from the page cache while a
+        later fsync reports success (Linux marks the pages clean), so all of it
+        is cut and the log reopened as after a crash: the writes cut were all
+        answered with an error (their waiters failed with the flush), so
+        nothing acknowledged goes.
+        """
+        try:
+            if self._flush_failed is not None:
+                with self._flush_lock, self._view_lock:
+                    self._rewind_to_flushed(now_ms)
+                self._flush_failed = None
+            else:
+                seg = self._view[0][-1]
+                os.ftruncate(seg.fd, seg.size)
+            self._torn_tail = False
+        except OSError as exc:
+            raise StorageError(
+                f"{self.topic}-{self.partition} not writable after a disk fault: {exc}"
+            ) from exc
+
+    def _rewind_to_flushed(self, now_ms: int) -> None:
+        target = self._flushed
+        segs, bases = self._view
+        i = max(0, bisect_right(bases, target) - 1)
+        found = segs[i].find(target)
+        if found is not None:
+            segs[i].truncate_to(found[0])
+        # Retired segment objects keep their fds until the last reader drops
+        # them (see the module docstring); _load opens the files afresh and
+        # drops roll snapshots past the new end.
+        for seg in segs[i + 1 :]:
+            seg.delete()
+        self._unsynced_snapshots.clear()
+        fsync_dir(self.directory)
+        self.producers = ProducerStateManager()
+        self.recovered_truncations += 1
+        self._dir_version += 1
+        self._load(False, now_ms)
 
     def _roll(self, now_ms: int) -> Segment:
         # flush() reads the unsynced snapshots and _end before _dir_version and
@@ -442,33 +501,42 @@ class SegmentLog:
         with self._flush_lock:
             if self._closed:
                 return
-            snapshots = self._unsynced_snapshots[:]
-            end = self._end
-            dir_version = self._dir_version
-            segs = self._view[0]
-            for seg in reversed(segs):
-                if (
-                    seg is not segs[-1]
-                    and seg.flushed_size == seg.size
-                    and seg.idx_written == len(seg.idx_offsets)
-                ):
-                    break
-                seg.sync()
-            for path in snapshots:
-                fsync_file(path)
-            if dir_version != self._dir_synced:
-                fsync_dir(self.directory)
-                self._dir_synced = dir_version
-            if snapshots:
-                # the loop thread only appends to the list: these are still its head
-                del self._unsynced_snapshots[: len(snapshots)]
-                older = [*snapshots[:-1], self._durable_snapshot]
-                newest = self._durable_snapshot = snapshots[-1]
-                for path in older:
-                    if path is not None and path != newest:  # a roll may rewrite one
-                        path.unlink(missing_ok=True)
-            if end > self._flushed:
-                self._flushed = end
+            if self._flush_failed is not None:  # see _heal: never report it durable
+                raise OSError(f"an earlier flush failed: {self._flush_failed}")
+            try:
+                self._flush_locked()
+            except OSError as exc:
+                self._flush_failed = exc
+                raise
+
+    def _flush_locked(self) -> None:
+        snapshots = self._unsynced_snapshots[:]
+        end = self._end
+        dir_version = self._dir_version
+        segs = self._view[0]
+        for seg in reversed(segs):
+            if (
+                seg is not segs[-1]
+                and seg.flushed_size == seg.size
+                and seg.idx_written == len(seg.idx_offsets)
+            ):
+                break
+            seg.sync()
+        for path in snapshots:
+            fsync_file(path)
+        if dir_version != self._dir_synced:
+            fsync_dir(self.directory)
+            self._dir_synced = dir_version
+        if snapshots:
+            # the loop thread only appends to the list: these are still its head
+            del self._unsynced_snapshots[: len(snapshots)]
+            older = [*snapshots[:-1], self._durable_snapshot]
+            newest = self._durable_snapshot = snapshots[-1]
+            for path in older:
+                if path is not None and path != newest:  # a roll may rewrite one
+                    path.unlink(missing_ok=True)
+        if end > self._flushed:
+            self._flushed = end
 
     # ------------------------------------------------------------ retention
 
@@ -541,8 +609,16 @@ class SegmentLog:
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Flushes, writes indexes and the producer-state snapshot, closes."""
-        self.flush()
+        """Flushes, writes indexes and the producer-state snapshot, closes.
+        After a disk fault only closes (and raises): the next open recovers."""
+        try:
+            self.flush()
+        except OSError:
+            with self._flush_lock:
+                self._closed = True
+                for seg in self._view[0]:
+                    seg.close()
+            raise
         with self._flush_lock:
             if self._closed:
                 return

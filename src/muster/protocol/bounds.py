@@ -49,7 +49,13 @@ _FIXED = {
 
 
 class BoundsError(ValueError):
-    """A count or size in the frame claims more bytes than the frame holds."""
+    """A count or size in the frame claims more bytes than the frame holds,
+    or marks null a field the schema does not let be null (Kafka refuses that
+    too: "non-nullable field ... was serialized as null"); a handler would
+    otherwise meet a None where its schema promises a value."""
+
+
+_NULL = "null in a field that cannot be null"
 
 
 def check_request(schema: type, buf: bytes | memoryview, offset: int) -> int:
@@ -85,7 +91,7 @@ def _fixed(size: int) -> Skim:
     return skim
 
 
-def _sized(width: int) -> Skim:
+def _sized(width: int, nullable: bool) -> Skim:
     """A legacy string (int16 size) or bytes (int32 size); -1 is null."""
 
     def skim(buf: bytes | memoryview, pos: int, end: int) -> int:
@@ -93,8 +99,8 @@ def _sized(width: int) -> Skim:
             raise BoundsError("frame ends inside a size")
         size = int.from_bytes(buf[pos : pos + width], "big", signed=True)
         pos += width
-        if size < -1:
-            raise BoundsError(f"negative size {size}")
+        if size < -1 or (size == -1 and not nullable):
+            raise BoundsError(_NULL if size == -1 else f"negative size {size}")
         if size > 0:
             pos += size
             if pos > end:
@@ -104,17 +110,23 @@ def _sized(width: int) -> Skim:
     return skim
 
 
-def _compact_sized(buf: bytes | memoryview, pos: int, end: int) -> int:
+def _compact_sized(nullable: bool) -> Skim:
     """A compact string or bytes: uvarint size + 1, 0 is null."""
-    size, pos = _uvarint(buf, pos, end)
-    if size > 1:
-        pos += size - 1
-        if pos > end:
-            raise BoundsError(f"size {size - 1} runs past the frame")
-    return pos
+
+    def skim(buf: bytes | memoryview, pos: int, end: int) -> int:
+        size, pos = _uvarint(buf, pos, end)
+        if size > 1:
+            pos += size - 1
+            if pos > end:
+                raise BoundsError(f"size {size - 1} runs past the frame")
+        elif size == 0 and not nullable:
+            raise BoundsError(_NULL)
+        return pos
+
+    return skim
 
 
-def _array(item: Skim, compact: bool) -> Skim:
+def _array(item: Skim, compact: bool, nullable: bool) -> Skim:
     def skim(buf: bytes | memoryview, pos: int, end: int) -> int:
         if compact:
             count, pos = _uvarint(buf, pos, end)
@@ -126,6 +138,8 @@ def _array(item: Skim, compact: bool) -> Skim:
             pos += 4
             if count < -1:
                 raise BoundsError(f"negative array count {count}")
+        if count == -1 and not nullable:
+            raise BoundsError(_NULL)
         if count > end - pos:
             raise BoundsError(f"array of {count} items in {end - pos} bytes")
         for _ in range(count):
@@ -135,14 +149,14 @@ def _array(item: Skim, compact: bool) -> Skim:
     return skim
 
 
-def _primitive(kafka_type: str, flexible: bool, legacy_string: bool) -> Skim:
+def _primitive(kafka_type: str, flexible: bool, legacy_string: bool, nullable: bool) -> Skim:
     size = _FIXED.get(kafka_type)
     if size is not None:
         return _fixed(size)
     if kafka_type in ("string", "bytes", "records"):
         if flexible and not legacy_string:
-            return _compact_sized
-        return _sized(2 if kafka_type == "string" else 4)
+            return _compact_sized(nullable)
+        return _sized(2 if kafka_type == "string" else 4, nullable)
     raise TypeError(f"no bounds walk for kafka type {kafka_type!r}")
 
 
@@ -170,15 +184,18 @@ def _entity(schema: type, nullable: bool) -> Skim:
         if isinstance(kind, EntityField):
             walk = _entity(kind.type_, tag is None and is_optional(field))
         elif isinstance(kind, EntityTupleField):
-            walk = _array(_entity(kind.type_, False), flexible)
+            walk = _array(_entity(kind.type_, False), flexible, is_optional(field))
         else:
             kafka_type = get_schema_field_type(field)
             legacy = header and field.name == "client_id"  # always a legacy string
             if isinstance(kind, PrimitiveTupleField):
-                walk = _array(_primitive(kafka_type, flexible, legacy), flexible)
+                item = _primitive(kafka_type, flexible, legacy, False)
+                walk = _array(item, flexible, is_optional(field))
             else:
                 assert isinstance(kind, PrimitiveField)
-                walk = _FIXED.get(kafka_type) or _primitive(kafka_type, flexible, legacy)
+                walk = _FIXED.get(kafka_type) or _primitive(
+                    kafka_type, flexible, legacy, is_optional(field)
+                )
         if tag is not None:
             tagged[int(tag)] = _fixed(walk) if isinstance(walk, int) else walk
         elif isinstance(walk, int) and plain and isinstance(plain[-1], int):

@@ -15,6 +15,7 @@ from muster.log.manager import LogManager
 from muster.security.principal import NoMatchingRule
 from muster.security.session import Session
 from muster.security.tls import peer_principal
+from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
 from muster.server.connection import Connection
@@ -39,6 +40,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._connections: set[asyncio.Task[None]] = set()
+        self.admission = Admission(self.config)
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
         self.coordinator: GroupCoordinator | None = None
@@ -164,6 +166,13 @@ class Broker:
         writer: asyncio.StreamWriter,
     ) -> None:
         assert self.state is not None
+        peer = writer.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        refused = self.admission.admit(host)
+        if refused is not None:
+            log.info("refused connection from %s: %s", host, refused)
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -184,6 +193,7 @@ class Broker:
             log.exception("connection handler crashed")
         finally:
             self._connections.discard(task)
+            self.admission.release(host)
 
     async def stop(self) -> None:
         for server in self._servers:

@@ -114,7 +114,17 @@ class Connection:
                 limit
             ):
                 raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")
-            frame = await self.reader.readexactly(size)
+            # Kafka has no read timeout per request, only the idle one, which
+            # any byte resets: one byte a second would hold a connection (and
+            # its buffer) for ever. Here a request must arrive whole within
+            # connections.max.idle.ms of its size.
+            try:
+                async with asyncio.timeout(idle_s):
+                    frame = await self.reader.readexactly(size)
+            except TimeoutError:
+                raise ProtocolViolation(
+                    f"request of {size} bytes not received within {idle_s:.0f}s"
+                ) from None
             await self._dispatch(frame)
             # Backpressure: no new request while too many answers are owed or
             # the socket's send buffer is full.

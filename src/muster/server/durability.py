@@ -65,7 +65,7 @@ class Durability:
         self._thread: threading.Thread | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.fsyncs = 0
-        self.failed: BaseException | None = None
+        self.failures = 0  # flushes that failed (disk faults)
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -134,9 +134,6 @@ class Durability:
         if self.policy != "always":
             callback(None)
             return
-        if self.failed is not None:
-            callback(OSError(f"log flush failed earlier: {self.failed}"))
-            return
         target = plog.log_end_offset
         if (
             plog.flushed_offset >= target
@@ -145,9 +142,12 @@ class Durability:
         ):
             callback(None)
             return
-        # appended() already asked for this log to be flushed: a flush that
-        # starts after the append covers it, so no second request is needed.
+        # appended() normally asked for this log to be flushed already (a flush
+        # that starts after the append covers it); a wait on a log whose last
+        # flush failed asks again, so it is answered, not left hanging.
         self._waiters.append((plog, target, callback))
+        if id(plog) not in self._unflushed:
+            self._request(plog)
 
     def _request(self, plog: Flushable) -> None:
         with self._cv:
@@ -165,12 +165,7 @@ class Durability:
                 self._pending.update({k: p for k, (p, _) in batch.items()})
                 self._cv.notify()
                 return
-        error: OSError | None = None
-        try:
-            plog.flush()
-        except OSError as exc:  # disk trouble: fail the waiters, never lie to them
-            error = exc
-        self._flushed([plog], error)
+        self._flushed([plog], _flush_each([plog]))
 
     async def _tick(self) -> None:
         while True:
@@ -190,17 +185,12 @@ class Durability:
                 self._pending.clear()
                 stopping = self._stopping
                 self._busy = bool(batch)
-            error: OSError | None = None
-            try:
-                for plog in batch:
-                    plog.flush()
-            except OSError as exc:  # disk trouble: fail the waiters, never lie to them
-                error = exc
+            errors = _flush_each(batch)
             with self._cv:
                 self._busy = False
             if batch and self._loop is not None and not self._loop.is_closed():
                 try:
-                    self._loop.call_soon_threadsafe(self._flushed, batch, error)
+                    self._loop.call_soon_threadsafe(self._flushed, batch, errors)
                 except RuntimeError:  # loop already closed at shutdown
                     pass
             if stopping:
@@ -208,13 +198,19 @@ class Durability:
 
     # ---- back on the loop thread -----------------------------------------
 
-    def _flushed(self, batch: list[Flushable], error: OSError | None) -> None:
+    def _flushed(self, batch: list[Flushable], errors: dict[int, OSError]) -> None:
+        """A flush of `batch` ended; `errors` has the logs whose flush failed.
+
+        Their waiters fail (the log refuses to report that data durable, and
+        rewinds it before its next write); a failure is not sticky, so the
+        other logs, and this one once the disk recovers, go on."""
         self.fsyncs += 1
-        if error is not None:
-            log.error("fsync failed: %s", error)
-            self.failed = error
-        elif self.policy == "always":
-            for plog in batch:
+        for plog in batch:
+            error = errors.get(id(plog))
+            if error is not None:
+                self.failures += 1
+                log.error("fsync of %s-%d failed: %s", plog.topic, plog.partition, error)
+            elif self.policy == "always":
                 self._on_visible(plog)
         waiters, self._waiters = self._waiters, []
         still = []
@@ -222,6 +218,7 @@ class Durability:
         try:
             for waiter in waiters:
                 plog, target, callback = waiter
+                error = errors.get(id(plog))
                 if error is None and plog.flushed_offset < target:
                     # targets grow per log, so its later waiters stay behind this one
                     still.append(waiter)
@@ -233,6 +230,17 @@ class Durability:
         finally:
             self._completing = False
         self._waiters = still + self._waiters
+
+
+def _flush_each(batch: list[Flushable]) -> dict[int, OSError]:
+    """Flushes every log; one log's disk trouble does not stop the others'."""
+    errors: dict[int, OSError] = {}
+    for plog in batch:
+        try:
+            plog.flush()
+        except OSError as exc:  # fail its waiters, never lie to them
+            errors[id(plog)] = exc
+    return errors
 
 
 def _settle(fut: asyncio.Future[None], error: OSError | None) -> None:

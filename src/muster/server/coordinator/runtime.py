@@ -194,9 +194,11 @@ class ShardRuntime:
                 limit = self.plog.config.max_message_bytes
                 self.plog.append(_batches(result.records, limit, timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
-        except CodedError as exc:
+        except (CodedError, OSError) as exc:
+            # An escaped OSError would kill the serial loop and leave this entry
+            # unanswered forever, stalling every later request of the shard.
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
-            entry[1] = exc.error_code
+            entry[1] = exc.error_code if isinstance(exc, CodedError) else STORAGE_ERROR
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))

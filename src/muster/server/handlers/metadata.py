@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from muster.coordinator.events import EVENTS_TOPIC
 from muster.security.acl import CLUSTER_NAME, Operation
 from muster.server import authz
-from muster.server.handlers.common import resolve_topic
+from muster.server.handlers.common import resolve_topic, shown
 from muster.server.security import advertised_endpoint
 from muster.server.state import BrokerState, RequestContext
 
@@ -71,6 +71,7 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
         auto = bool(getattr(req, "allow_auto_topic_creation", True))
         by_id = {info.topic_id: n for n, info in state.logs.topics().items()}
         topics = []
+        refused: list[str] = []
         for t in requested:
             name = t.name
             if name is None:
@@ -89,8 +90,11 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
             else:
                 error = resolve_topic(state, name, auto)
             if error != ErrorCode.none:
-                log.info("metadata v%d for %r: %s", ctx.api_version, name, error.name)
+                refused.append(f"{shown(name)}: {error.name}")
             topics.append(topic_entry(state, name, error))
+        if refused:  # one line per request, however many topics it names
+            more = f" and {len(refused) - 3:,} more" if len(refused) > 3 else ""
+            log.info("metadata v%d for %s%s", ctx.api_version, ", ".join(refused[:3]), more)
     if getattr(req, "include_topic_authorized_operations", False):
         for entry in topics:
             if entry["error_code"] == ErrorCode.none:

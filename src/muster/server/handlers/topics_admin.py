@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -11,9 +12,20 @@ from kio.schema.errors import ErrorCode
 from muster.coordinator.events import EVENTS_TOPIC
 from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
 from muster.log.manager import valid_topic_name
+from muster.log.port import LogError
 from muster.security.acl import Operation
 from muster.server import authz
+from muster.server.handlers.common import shown
 from muster.server.state import RequestContext
+
+# Kafka's controller refuses an operation of more than 10,000 records
+# (QuorumController.MAX_RECORDS_PER_USER_OP: a topic and each of its partitions
+# is one) with POLICY_VIOLATION; here a partition is a directory and an open
+# file, so one request cannot ask for 100,000 of them either.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_LARGE = "Unable to perform excessively large batch operation."
+
+log = logging.getLogger(__name__)
 
 PROTECTED = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
 # Kafka topic configs accepted and kept, though one broker gives them no effect.
@@ -76,7 +88,7 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, A
     if not authz.may_create_topic(ctx, name):
         return fail(ErrorCode.topic_authorization_failed, "Authorization failed.")
     if not valid_topic_name(name):
-        return fail(ErrorCode.invalid_topic_exception, f"invalid topic name {name!r}")
+        return fail(ErrorCode.invalid_topic_exception, f"invalid topic name {shown(name)}")
     if name in state.logs.topics():
         return fail(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
     partitions = t.num_partitions if t.num_partitions != -1 else int(state.config["num.partitions"])
@@ -96,14 +108,37 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, A
     result.update(num_partitions=partitions, replication_factor=1)
     if validate_only:
         return result
-    info = state.logs.create_topic(name, partitions, configs)
+    try:
+        info = state.logs.create_topic(name, partitions, configs)
+    except LogError as exc:  # e.g. 'a.b' when 'a_b' exists (Kafka: INVALID_TOPIC_EXCEPTION)
+        return fail(ErrorCode(exc.error_code), str(exc)[:300])
     result["topic_id"] = info.topic_id
     return result
 
 
 async def handle_create_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
     validate_only = bool(getattr(req, "validate_only", False))
+    default = int(ctx.state.config["num.partitions"])
+    wanted = sum(
+        len(t.assignments) or (t.num_partitions if t.num_partitions != -1 else default)
+        for t in req.topics
+    )
+    if wanted > MAX_PARTITIONS_PER_REQUEST:
+        log.warning("CreateTopics for %d partitions refused: %s", wanted, TOO_LARGE)
+        return {"throttle_time": 0, "topics": [_too_large(t.name) for t in req.topics]}
     return {"throttle_time": 0, "topics": [_create_one(ctx, t, validate_only) for t in req.topics]}
+
+
+def _too_large(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "error_code": ErrorCode.policy_violation,
+        "error_message": TOO_LARGE,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }
 
 
 async def handle_delete_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -165,6 +200,10 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> dict[str, A
             entry["error_message"] = (
                 f"topic has {info.num_partitions} partitions; the new count must be larger"
             )
+        elif t.count - info.num_partitions > MAX_PARTITIONS_PER_REQUEST:
+            log.warning("CreatePartitions to %d refused: %s", t.count, TOO_LARGE)
+            entry["error_code"] = ErrorCode.policy_violation
+            entry["error_message"] = TOO_LARGE
         elif not req.validate_only:
             state.logs.add_partitions(t.name, t.count)
         results.append(entry)
