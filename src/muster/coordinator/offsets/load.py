@@ -81,11 +81,14 @@ def replay_latest(
         if len(value) == 24:
             version, at, epoch, mlen, stamp = unpack_v3(value)
             if version == 3 and mlen == 0:  # what muster writes when there is no metadata
-                put(
-                    committed,
-                    (topic, partition),
-                    CommittedOffset(at, epoch, "", stamp, -1, offset),
-                )
-                continue
-        put(committed, (topic, partition), CommittedOffset(*value_fields(value), offset))
+                c = CommittedOffset(at, epoch, "", stamp, -1, offset)
+            else:
+                c = CommittedOffset(*value_fields(value), offset)
+        else:
+            c = CommittedOffset(*value_fields(value), offset)
+        tp = (topic, partition)
+        if tp in committed:  # held before (another key version): the apply rule decides
+            put(committed, tp, c)
+        else:  # nothing held: what put_committed does, without the call
+            committed[tp] = c
     shard.next_seq = top + 1
