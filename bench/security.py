@@ -22,6 +22,7 @@ that TLS costs at most 30% of produce throughput at 1 KiB (ratio >= 0.70).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import uuid
@@ -79,6 +80,14 @@ def start(certs: Path) -> tuple[Broker, dict[str, str]]:
     return broker, {n: f"{host}:{p}" for n, p in ports.items()}
 
 
+def broker_cpu_s(broker: Broker) -> float:
+    """The broker process's CPU time so far (Linux /proc), to tell what TLS costs
+    the broker from what a loaded machine costs the wall clock."""
+    assert broker.proc is not None
+    fields = Path(f"/proc/{broker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def client_conf(listener: str, certs: Path) -> dict[str, str]:
     if listener == "PLAINTEXT":
         return {}
@@ -100,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {1024: 10_000, 100: 20_000} if args.quick else {1024: 100_000, 100: 200_000}
     commit_s = 2.0 if args.quick else 5.0
     results: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="muster-bench-certs-") as tmp:
         certs = make_certs(Path(tmp))
         for run in range(args.runs):
@@ -111,9 +121,14 @@ def main(argv: list[str] | None = None) -> int:
                     for size, count in counts.items():
                         topic = f"sec-{size}-{uuid.uuid4().hex[:8]}"
                         create_topic(bootstrap["PLAINTEXT"], topic)
+                        cpu0 = broker_cpu_s(broker)
                         secs = produce(bootstrap[listener], topic, size, count, "all", conf)
                         label = f"produce {size} B acks=all ({count // 1000}k), msgs/s"
                         results.setdefault(label, {}).setdefault(listener, []).append(count / secs)
+                        cpu_label = f"broker CPU s for produce {size} B ({count // 1000}k)"
+                        cpu.setdefault(cpu_label, {}).setdefault(listener, []).append(
+                            broker_cpu_s(broker) - cpu0
+                        )
                     n, secs = confluent_committer(bootstrap[listener], topic, commit_s, extra=conf)
                     label = "sync commits, commits/s"
                     results.setdefault(label, {}).setdefault(listener, []).append(n / secs)
@@ -130,6 +145,17 @@ def main(argv: list[str] | None = None) -> int:
         [common.Column("rate")],
         brokers=("SASL_SSL", "PLAINTEXT"),
         target=TARGET,
+    )
+    common.print_ratio_table(
+        "broker CPU seconds (user+system) spent on the same produce runs, median",
+        [
+            {"label": label, **{li: {"cpu s": median(v)} for li, v in by.items()}}
+            for label, by in cpu.items()
+        ],
+        [common.Column("cpu s", 2)],
+        brokers=("SASL_SSL", "PLAINTEXT"),
+        higher_is_better=False,
+        target=1.0 / TARGET,
     )
     key = next(label for label in results if label.startswith("produce 1024"))
     r = common.ratio(median(results[key]["SASL_SSL"]), median(results[key]["PLAINTEXT"]))

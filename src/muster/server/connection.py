@@ -110,10 +110,10 @@ class Connection:
                     continue  # a long poll or a join is still being answered
                 raise ProtocolViolation(f"idle for {idle_s:.0f}s") from None
             (size,) = _LENGTH.unpack(prefix)
-            if size < (0 if self.session.raw_tokens else 8) or size > self.session.frame_limit(
-                limit
-            ):
-                raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")
+            # until authenticated, Kafka's smaller sasl.server.max.receive.size
+            cap = self.session.frame_limit(limit)
+            if size < (0 if self.session.raw_tokens else 8) or size > cap:
+                raise ProtocolViolation(f"frame of {size} bytes (limit {cap})")
             # Kafka has no read timeout per request, only the idle one, which
             # any byte resets: one byte a second would hold a connection (and
             # its buffer) for ever. Here a request must arrive whole within
