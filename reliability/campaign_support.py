@@ -136,3 +136,14 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def add_keep_option(parser: Any) -> None:
+    parser.add_argument("--keep", type=Path, help="directory for the broker's data and log")
+
+
+def campaign_workdir(keep: Path | None, prefix: str) -> Path:
+    """`--keep DIR` (created if needed), else a fresh temporary directory."""
+    workdir = keep or Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir

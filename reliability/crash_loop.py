@@ -34,7 +34,6 @@ import argparse
 import random
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -45,7 +44,14 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 import torn_writes  # noqa: E402
-from campaign_support import MusterProcess, create_topic, read_all, wait_until  # noqa: E402
+from campaign_support import (  # noqa: E402
+    MusterProcess,
+    add_keep_option,
+    campaign_workdir,
+    create_topic,
+    read_all,
+    wait_until,
+)
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
@@ -409,10 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--restarts", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", type=Path, help="directory for the broker's data and log")
+    add_keep_option(parser)
     args = parser.parse_args(argv)
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="muster-crash-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = campaign_workdir(args.keep, "muster-crash-")
     figures, _, broker = run(args.restarts, args.seed, workdir)
     broker.close()
     print(f"client errors while the broker was down: {figures.client_errors}")
