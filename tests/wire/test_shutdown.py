@@ -48,43 +48,16 @@ def test_sigterm_answers_requests_already_read_before_closing(tmp_path: Path) ->
     # Kafka's clean shutdown answers what it has read; muster used to cancel
     # every request in flight at SIGTERM, so a write already stored could go
     # unanswered (and be written again by the client's retry)
-    import datetime
     import signal
     import socket
 
-    from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
-
-    from tests.protocol.test_pipelining import frame, read_frame
+    from tests.protocol.test_pipelining import frame, long_poll_fetch, read_frame
 
     broker = MusterProcess(tmp_path / "data")
     broker.start()
     try:
         create_topic(broker.bootstrap, "draining")
-        fetch = FetchRequest(
-            replica_id=-1,
-            max_wait=datetime.timedelta(milliseconds=1500),  # parked, within the 3 s drain
-            min_bytes=1,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=(
-                FetchTopic(
-                    topic="draining",
-                    partitions=(
-                        FetchPartition(
-                            partition=0,
-                            current_leader_epoch=-1,
-                            fetch_offset=0,
-                            log_start_offset=-1,
-                            partition_max_bytes=1 << 20,
-                        ),
-                    ),
-                ),
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
+        fetch = long_poll_fetch("draining", 1500)  # parked, within the 3 s drain
         with socket.create_connection(("127.0.0.1", broker.port), timeout=15) as sock:
             sock.sendall(frame(1, 11, 77, fetch, False))
             time.sleep(0.3)
