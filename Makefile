@@ -9,12 +9,12 @@ CONFORMANCE_ARGS  ?=
 .PHONY: help install test lint demo bench conformance conformance-build
 
 help:
-	@echo "make install      create .venv, pip install -e '.[test]', apt-get kcat if missing"
+	@echo "make install      create .venv, pip install -e '.[test,spark]', apt-get kcat etc. if missing"
 	@echo "make test         lint, then the test suite (pytest)"
 	@echo "make lint         ruff check src tests bench reliability"
 	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"
 	@echo "make bench        muster vs Tansu produce/fetch throughput (BENCH_ARGS='--quick ...')"
-	@echo "make conformance  build librdkafka 2.0.2's test suite and run it against muster"
+	@echo "make conformance  build librdkafka 2.15.1's test suite and run it against muster"
 	@echo "                  (CONFORMANCE_ARGS='--group' | '--produce' | '--tests 0018,0030')"
 
 # `make test` and `make demo` work on a fresh clone: they install first when

@@ -163,7 +163,7 @@ def commit_batches(v: Variant) -> Iterator[tuple[str, list[tuple[str, int, int]]
 
 def write_records(data_dir: Path, v: Variant) -> float:
     from muster.config import BrokerConfig
-    from muster.coordinator.runtime.partitioning import partition_for
+    from muster.coordinator.partitioning import partition_for
     from muster.log.manager import LogManager
     from muster.records.batch import build_batch
     from muster.records.offsets_topic import OffsetCommitValue, offset_commit_record
@@ -196,7 +196,7 @@ def write_records(data_dir: Path, v: Variant) -> float:
 
 def probe_group(v: Variant) -> tuple[str, str, int, int]:
     """A group owned by the partition muster loads last, and its last committed offset."""
-    from muster.coordinator.runtime.partitioning import partition_for
+    from muster.coordinator.partitioning import partition_for
 
     by_part = {}
     for g in range(v.groups):

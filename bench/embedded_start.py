@@ -10,6 +10,8 @@ connection (a raw 14-byte request, so no client library start-up is timed):
 * `  without test extra`: the same cold start with `hypothesis` made
   unimportable: kio imports it when present (~0.1 s), and only the test extra
   installs it, so this is what `pip install muster` users see;
+* `  in --wheel-python`: the same cold start in another interpreter, e.g. a venv
+  where only the built wheel is installed (as `.ci/wheel-check` makes one);
 * `muster thread, warm`: a second `muster.Broker()` in that interpreter, as
   every further `muster_broker_factory` broker pays it;
 * `muster process`: `muster.Broker(mode="process").start()` (`python -m muster
@@ -20,6 +22,7 @@ Prints the median of `--runs` runs (alternating the order) and each muster
 figure's ratio to Tansu's (below 1.00: muster answers sooner).
 
     .venv/bin/python bench/embedded_start.py --runs 7
+    .venv/bin/python bench/embedded_start.py --runs 7 --wheel-python /tmp/wheel-venv/bin/python
 """
 
 from __future__ import annotations
@@ -77,10 +80,10 @@ print(json.dumps(figures))
 """
 
 
-def muster_thread(install: str = "test") -> tuple[float, float]:
+def muster_thread(install: str = "test", python: str = sys.executable) -> tuple[float, float]:
     here = str(Path(__file__).resolve().parent)
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, here, install], capture_output=True, text=True, timeout=120
+        [python, "-c", CHILD, here, install], capture_output=True, text=True, timeout=120
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
@@ -117,11 +120,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write raw figures (seconds) here")
+    parser.add_argument(
+        "--wheel-python",
+        metavar="PYTHON",
+        help="also time the cold start in another install, e.g. a venv with only the wheel",
+    )
     args = parser.parse_args()
 
     figures: dict[str, list[float]] = {
         "muster thread, cold": [],
         "  without test extra": [],
+        **({"  in --wheel-python": []} if args.wheel_python else {}),
         "muster thread, warm": [],
         "muster process": [],
         "tansu process": [],
@@ -134,6 +143,9 @@ def main() -> None:
                 figures["muster thread, cold"].append(cold)
                 figures["muster thread, warm"].append(warm)
                 figures["  without test extra"].append(muster_thread("user")[0])
+                if args.wheel_python:
+                    wheel = muster_thread("test", args.wheel_python)[0]
+                    figures["  in --wheel-python"].append(wheel)
                 figures["muster process"].append(muster_process())
             else:
                 figures["tansu process"].append(tansu_process())

@@ -445,15 +445,21 @@ def expiry_takeover(bootstrap: str, topic: str, alive: Callable[[], bool]) -> fl
 
 
 def confluent_committer(
-    bootstrap: str, topic: str, seconds: float, start: threading.Barrier | None = None
+    bootstrap: str,
+    topic: str,
+    seconds: float,
+    start: threading.Barrier | None = None,
+    extra: dict | None = None,
 ) -> tuple[int, float]:
-    """Sync commits in a loop from this thread; (commits, elapsed seconds)."""
+    """Sync commits in a loop from this thread; (commits, elapsed seconds).
+    `extra`: more client properties (security settings for bench/security.py)."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"bench-commit-{uuid.uuid4().hex[:10]}",
             "enable.auto.commit": False,
             "logger": RDK_LOGGER,
+            **(extra or {}),
         }
     )
     try:

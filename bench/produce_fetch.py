@@ -71,8 +71,11 @@ CASES = [Case("produce", s, a) for s in SIZES for a in ACKS] + [Case("fetch", s)
 RDK_LOGGER = common.RDK_LOGGER
 
 
-def produce(bootstrap: str, topic: str, size: int, count: int, acks: str) -> float:
-    """Produce ``count`` messages; return elapsed seconds (first produce .. flush done)."""
+def produce(
+    bootstrap: str, topic: str, size: int, count: int, acks: str, extra: dict | None = None
+) -> float:
+    """Produce ``count`` messages; return elapsed seconds (first produce .. flush done).
+    `extra`: more client properties (security settings for bench/security.py)."""
     errors: list[str] = []  # delivery failures (only failures are reported)
 
     def dr(err, _msg):
@@ -97,6 +100,7 @@ def produce(bootstrap: str, topic: str, size: int, count: int, acks: str) -> flo
             "on_delivery": dr,
             "error_cb": on_error,
             "logger": RDK_LOGGER,
+            **(extra or {}),
         }
     )
     try:

@@ -61,7 +61,7 @@ def group_name(i: int) -> str:
 def prepare(data_dir: Path, groups: int) -> float:
     """Writes groups x 100 OffsetCommit records, 8 days old; seconds taken."""
     from muster.config import BrokerConfig
-    from muster.coordinator.runtime.partitioning import partition_for
+    from muster.coordinator.partitioning import partition_for
     from muster.log.manager import LogManager
     from muster.records.batch import build_batch
     from muster.records.offsets_topic import OffsetCommitValue, offset_commit_record
@@ -90,7 +90,7 @@ def prepare(data_dir: Path, groups: int) -> float:
 
 def last_loaded_group(groups: int) -> str:
     """A group of the partition the broker loads last (the highest)."""
-    from muster.coordinator.runtime.partitioning import partition_for
+    from muster.coordinator.partitioning import partition_for
 
     best = max(range(groups), key=lambda g: partition_for(group_name(g), NUM_PARTITIONS))
     return group_name(best)
@@ -293,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", type=int, default=100_000, help="groups of 100 offsets each")
     ap.add_argument(
-        "--expiry-after-ms", type=int, default=5000, help="offsets.retention.check.interval.ms"
+        "--expiry-after-ms", type=int, default=30000, help="offsets.retention.check.interval.ms"
     )
-    ap.add_argument("--probe-seconds", type=float, default=20.0, help="live requests timed for")
+    ap.add_argument("--probe-seconds", type=float, default=60.0, help="live requests timed for")
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     args = ap.parse_args(argv)
     common.install_signal_handlers()

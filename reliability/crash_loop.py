@@ -59,7 +59,7 @@ from kafka.structs import OffsetAndMetadata  # noqa: E402
 from kafka.structs import TopicPartition as KpTopicPartition  # noqa: E402
 from log_check import check_data_dir  # noqa: E402
 
-from muster.coordinator.runtime.partitioning import partition_for  # noqa: E402
+from muster.coordinator.partitioning import partition_for  # noqa: E402
 
 TOPIC, TXN_TOPIC, PARTITIONS = "crash", "crash-txn", 3
 GROUPS = {"confluent": "crash-group-ck", "kafka-python": "crash-group-kp"}

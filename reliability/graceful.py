@@ -47,7 +47,7 @@ from campaign_support import (  # noqa: E402
 from muster.config import BrokerConfig  # noqa: E402
 from muster.log import segment, segment_log  # noqa: E402
 from muster.log.manager import CLEAN_SHUTDOWN_FILE, LogManager  # noqa: E402
-from muster.log.recovery import PRODUCER_SNAPSHOT  # noqa: E402
+from muster.log.producer_recovery import PRODUCER_SNAPSHOT  # noqa: E402
 
 
 @dataclass

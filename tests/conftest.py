@@ -48,3 +48,11 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throw-away CA with broker and client (alice, bob, admin) certificates."""
+    from tests.support.security import certificates
+
+    return certificates(tmp_path_factory.mktemp("certs"))

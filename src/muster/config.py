@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from muster.security.properties import SECURITY_PROPERTIES, listener_property
+
 
 @dataclass(frozen=True)
 class Property:
@@ -93,6 +95,7 @@ PROPERTIES: tuple[Property, ...] = (
         10000,
         "How often open transactions past their timeout are aborted.",
     ),
+    *(Property(*p) for p in SECURITY_PROPERTIES),
 )
 
 BY_NAME: dict[str, Property] = {p.name: p for p in PROPERTIES}
@@ -126,9 +129,6 @@ KAFKA_ONLY: frozenset[str] = frozenset(
         "process.roles",
         "controller.quorum.voters",
         "controller.quorum.bootstrap.servers",
-        "controller.listener.names",
-        "inter.broker.listener.name",
-        "listener.security.protocol.map",
         "metadata.log.dir",
         "num.network.threads",
         "num.io.threads",
@@ -227,6 +227,8 @@ class BrokerConfig(Mapping[str, Any]):
 
     def set(self, name: str, raw: Any, strict: bool = True) -> None:
         prop = BY_NAME.get(name)
+        if prop is None and (dynamic := listener_property(name)) is not None:
+            prop = Property(name, *dynamic)
         if prop is None:
             if strict:
                 raise ConfigError(f"unknown property {name!r} (see `muster serve --help`)")

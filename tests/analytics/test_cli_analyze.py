@@ -13,11 +13,10 @@ from tests.support.brokers import free_port
 
 
 def test_unreachable_broker_fails_before_spark_starts(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        app, ["analyze", "--bootstrap", f"127.0.0.1:{free_port()}", "--out", str(tmp_path)]
-    )
+    address = f"127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(app, ["analyze", "--bootstrap", address, "--out", str(tmp_path)])
     assert result.exit_code == 1
-    assert "cannot reach the broker" in result.output
+    assert f"cannot connect to {address} (connection refused)" in result.output
     assert "Starting Spark" not in result.output
 
 

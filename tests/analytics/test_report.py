@@ -96,3 +96,39 @@ def test_time_axis_ticks_are_round_and_inside() -> None:
     ticks = axis.ticks()
     assert ticks == list(range(1_010_000, 1_060_001, 10_000))
     assert axis.x(axis.start_ms) == svg.LEFT and axis.x(axis.end_ms) == svg.WIDTH - svg.RIGHT
+
+
+MEMBER = "member-3-0f6c1c52-5d1e-4a4b-9a55-2f0c8e3d7b11"
+
+
+def test_short_rebalances_show_and_member_ids_are_short_with_the_full_id_on_hover(
+    tmp_path: Path,
+) -> None:
+    hour = 3_600_000
+    quick = rebalance(1, "member_left", 1_000_000, 1_000_012)  # 12 ms in an hour
+    quick["removed_members"] = [MEMBER]
+    g = GroupReport(
+        summary("g"),
+        rebalances=[quick],
+        lag={},
+        commit_rate=[],
+        story=[[f"Rebalance started: {MEMBER} left the group.", "Completed after 12 ms."]],
+    )
+    html = report.render([g], 0, hour, "test", {})
+    page = Page(html)
+    [bar] = page.find("rect", "rebalance")
+    assert float(bar["width"] or 0) >= svg.MIN_BAR_WIDTH
+    assert "(12 ms)" in html  # the true length is in the tooltip
+
+    ids = page.find("span", "id")
+    assert [a["title"] for a in ids] == [MEMBER, MEMBER]  # the table and the story
+    assert "member-3-0f6c1c52\u2026" in page.text
+    assert not any(MEMBER in text for text in page.text)
+
+
+def test_a_group_without_rebalances_has_no_empty_section(tmp_path: Path) -> None:
+    g = GroupReport(summary("quiet"), rebalances=[], lag={}, commit_rate=[], story=[])
+    html = report.render([g], 0, 60_000, "test", {})
+    for heading in ("Rebalances", "Commit rate", "In plain words"):
+        after = html.split(f"<h3>{heading}</h3>", 1)[1]
+        assert after.startswith('<p class="muted">'), heading

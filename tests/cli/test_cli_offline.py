@@ -271,3 +271,32 @@ def test_serve_runs_until_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [(["analyze", "--out", "report"], "analyze"), (["demo", "--exit"], "demo")],
+)
+def test_spark_commands_name_the_extra_when_spark_is_missing(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, args: list[str], command: str
+) -> None:
+    """`pip install muster` has no Spark: the Spark commands say which extra adds it,
+    before they touch a broker or the disk."""
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark -> ImportError
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert squash(result.stderr).strip() == (
+        f"error: `muster {command}` needs Spark, which this installation lacks: "
+        "pip install 'muster[spark]'"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["produce"], ["consume"], ["demo"], ["analyze"], ["groups", "explain"]],
+)
+def test_help_shows_no_value_placeholder_for_flags(runner: CliRunner, command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "--help" in result.stdout
+    assert "<bool>" not in result.stdout

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from typer.testing import CliRunner
 
-from muster.cli import explain
+from muster import explain
 from muster.cli.main import app
 from tests.support.brokers import MusterProcess
 
@@ -459,9 +459,12 @@ def test_explain_names_the_causes(scenario: Scenario) -> None:
     assert "4 rebalances recorded, the last 1 shown." in last.stdout
     assert [line for line in last.stdout.splitlines() if line.startswith("Rebalance")] == [heads[3]]
 
+    # a group the broker does not know is an error, as `groups describe` says it
     unknown = sc.cli("groups", "explain", "nobody-here")
-    assert unknown.exit_code == 0
-    assert "No rebalance events recorded for group nobody-here." in unknown.stderr
+    described = sc.cli("groups", "describe", "nobody-here")
+    assert unknown.exit_code == described.exit_code == 1
+    assert unknown.stderr.strip() == "error: consumer group 'nobody-here' does not exist"
+    assert described.stderr.strip() == unknown.stderr.strip()
 
 
 def test_delete_offsets_then_delete_group(scenario: Scenario) -> None:
@@ -691,12 +694,12 @@ def test_explain_words() -> None:
     assert explain.duration(125_000) == "2 min 5 s"
     assert explain.parse_event(b"[1,2]") is None
     assert explain.parse_event(None) is None
-    assert explain.cause_sentence({"cause": "brand_new_cause", "member_id": "x"}) == (
+    assert explain.cause_sentence(explain.parse_event(started(T0, "brand_new_cause", "x"))) == (
         "brand new cause (member x)"
     )
     assert (
         explain.removal_sentence(
-            {"member_id": "x", "cause": "member_left", "reason": "not provided"}
+            explain.parse_event(removed(T0, "x", "member_left", "not provided"))
         )
         == "member x left the group without giving a reason."
     )

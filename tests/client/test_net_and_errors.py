@@ -3,7 +3,6 @@ disconnects), the codec's client direction, errors and the partitioner."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import struct
 import warnings
@@ -17,6 +16,7 @@ from muster.client.partitioner import murmur2, partition_for_key
 from muster.protocol.client_codec import decode_response, encode_request
 from muster.protocol.codec import encode_response
 from muster.protocol.header import parse_request_header, response_header
+from tests.support.imports import imported_modules
 
 with warnings.catch_warnings():  # kafka-python's import is noisy
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -90,15 +90,8 @@ def test_client_core_is_pure():
     core = Path(__file__).parents[2] / "src" / "muster" / "client" / "core"
     banned = {"asyncio", "socket", "threading", "time", "selectors", "muster.client.net"}
     for path in core.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert name.split(".")[0] not in banned and name not in banned, (path, name)
+        for name in imported_modules(path):
+            assert name.split(".")[0] not in banned and name not in banned, (path, name)
 
 
 async def _fake_broker(handler):

@@ -10,7 +10,7 @@ from typing import Any
 from muster.coordinator import requests as rq
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.subscription import encode_subscription
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard, durable_state
 
 DEFAULTS = dict(
@@ -260,9 +260,15 @@ class Harness:
 
     # ---- the replay invariant --------------------------------------------------
 
+    def durable_log(self) -> list[tuple[bytes, bytes | None, int]]:
+        """The records whose append is durable (held ones are not yet)."""
+        held = {p for _, positions in self.held for p in positions}
+        return [r for r in self.log if r[2] not in held]
+
     def replayed(self) -> CoordinatorShard:
+        """A fresh shard loaded from the durable records."""
         fresh = CoordinatorShard(0, self.cfg)
-        for k, v, o in self.log:
+        for k, v, o in self.durable_log():
             fresh.replay(k, v, o)
         fresh.loaded(self.now)
         return fresh
@@ -274,10 +280,10 @@ class Harness:
             for g in shard.groups():
                 # at rest, live state is what the last group record says (unless
                 # the latest store failed: then the log keeps the older record)
-                if at_rest(g):
-                    assert _norm(g.to_record()) == _norm(g.persisted), g.group_id
+                if at_rest(shard, g):
+                    assert _norm(g.to_record()) == _norm(shard.persisted(g.group_id)), g.group_id
         for g in self.shard.groups():
-            if at_rest(g):
+            if at_rest(self.shard, g):
                 other = fresh.group(g.group_id)
                 assert other is not None
                 assert other.state == g.state
@@ -285,9 +291,10 @@ class Harness:
         return fresh
 
 
-def at_rest(g: Any) -> bool:
+def at_rest(shard: CoordinatorShard, g: Any) -> bool:
     return (
-        g.persisted is not None
+        g.has_record
+        and shard.persisted(g.group_id) is not None
         and g.state.value in ("Stable", "Empty")
         and g.persisted_seq == g.store_seq
     )

@@ -115,3 +115,38 @@ def test_loaded_group_over_capacity_rebalances() -> None:
     answers = [h2.reply(r) for r in rids]
     assert [a.error_code for a in answers].count(E.GROUP_MAX_SIZE_REACHED) == 1
     h2.check_replay()
+
+
+def test_every_event_type_round_trips_through_its_record_format(h) -> None:
+    """What the broker writes to __muster_group_events decodes to the same typed
+    event, for every type a real rebalance produces."""
+    _, b = h.form(2)
+    h.reply(h.leave(b))
+    h.advance(60_000)
+    kinds = {type(e) for e in h.events}
+    assert {ev.RebalanceStarted, ev.JoinCompleted, ev.RebalanceCompleted, ev.MemberRemoved} <= kinds
+    for event in h.events:
+        assert ev.from_json(event.to_json()) == event
+
+
+def test_older_and_newer_event_records_still_read() -> None:
+    # a record from before a field existed reads with that field empty; fields
+    # and types this version does not know are ignored
+    old = b'{"type":"MemberRemoved","group_id":"g","member_id":"m","cause":"member_left","at_ms":5}'
+    assert ev.from_json(old) == ev.MemberRemoved("g", "m", None, "member_left", None, 5)
+    newer = (
+        b'{"type":"JoinCompleted","group_id":"g","generation":2,"future":1,"removed_members":["x"]}'
+    )
+    joined = ev.from_json(newer)
+    assert isinstance(joined, ev.JoinCompleted) and joined.removed_members == ("x",)
+    assert ev.from_json(b'{"type":"SomethingNew","group_id":"g"}') is None
+    assert ev.from_json(b'{"type":["x"]}') is None
+
+
+def test_every_rebalance_cause_has_words() -> None:
+    assert ev.CAUSES and len(set(ev.CAUSES)) == len(ev.CAUSES)
+    for code in ev.CAUSES:
+        cause = ev.cause(code)
+        assert type(cause) is not ev.Cause and cause.code == code and cause.words, code
+    unknown = ev.cause("brand_new_cause")
+    assert unknown.text == "brand new cause" and unknown.name == "brand_new_cause"

@@ -246,7 +246,7 @@ def test_commit_racing_delete_is_not_resurrected_by_replay(h) -> None:
     h.flush()
     h.reply(rid)
     # the log: commit(1), delete tombstones, then commit(2) lands after them
-    assert h.shard.group("g") is None or not h.shard.group("g").offsets
+    assert h.shard.group("g") is None or not h.shard.offsets.committed("g")
 
 
 def test_admin_commit_with_member_id_to_empty_group(h) -> None:
@@ -262,3 +262,27 @@ def test_deleted_partitions_drop_offsets(h) -> None:
     assert [t.name for t in h.fetch().topics] == ["u"]
     h.apply(h.shard.delete_partitions([("u", 0)], h.now))
     assert h.shard.group("g") is None
+
+
+def test_a_large_expiry_pass_runs_in_bounded_steps(make) -> None:
+    from muster.coordinator.offsets.manager import EXPIRY_STEP_OFFSETS
+
+    h = make(offsets_retention_ms=WEEK, offsets_retention_check_interval_ms=DAY)
+    groups = [f"old-{i}" for i in range(5)]
+    per_group = EXPIRY_STEP_OFFSETS // 2
+    for g in groups:  # standalone groups: offsets expire from their commit time
+        h.reply(h.commit({("t", p): 1 for p in range(per_group)}, group=g))
+    h.advance(WEEK - 1)  # just before the first check after the retention passed
+    h.now += 1
+    steps = []
+    while h.timers["expire-offsets"] <= h.now:  # a continuation is due at once
+        before = len(h.log)
+        del h.timers["expire-offsets"]
+        h.apply(h.shard.on_timer("expire-offsets", h.now))
+        steps.append(len(h.log) - before)
+    h.reply(h.commit({("t", 0): 9}, group="live"))
+    assert len(steps) >= 2 and max(steps) <= EXPIRY_STEP_OFFSETS + per_group + len(groups)
+    assert h.timers["expire-offsets"] == h.now + DAY  # the pass is over: next one in a day
+    for g in groups:
+        assert h.fetch({"t": (0,)}, group=g).topics[0].partitions[0].committed_offset == -1
+    assert h.fetch({"t": (0,)}, group="live").topics[0].partitions[0].committed_offset == 9

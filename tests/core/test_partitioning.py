@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from muster.coordinator import partition_for
-from muster.coordinator.runtime import java_string_hash, kafka_abs
+from muster.coordinator.partitioning import java_string_hash, kafka_abs
 
 
 def test_java_string_hash_matches_java() -> None:

@@ -113,8 +113,8 @@ def test_txn_offsets_replayed_through_the_loader_keep_their_fate() -> None:
     shard.loaded(0)
     group = shard.group("g")
     assert group is not None
-    assert {tp: c.offset for tp, c in group.offsets.items()} == {("t", 0): 9}
-    assert {pid: set(p) for pid, p in group.txn_offsets.items()} == {PID + 2: {("t", 2)}}
+    assert {tp: c.offset for tp, c in shard.offsets.committed("g").items()} == {("t", 0): 9}
+    assert {pid: set(p) for pid, p in shard.offsets.of("g").txn.items()} == {PID + 2: {("t", 2)}}
 
 
 def txn_batch(pid: int, records, offset: int) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 import muster
 from muster.config import ConfigError
+from muster.server import broker as server_broker
 from muster.server.startup import StartupError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,6 +110,29 @@ def test_a_second_broker_on_the_same_data_dir_is_refused(tmp_path: Path) -> None
         ):
             second.start()
         assert not second.running
+
+
+def test_losing_the_listen_race_is_a_startup_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sockets with SO_REUSEADDR may bind one port while neither listens; the
+    broker that listens second gets the same two lines as a plain taken port."""
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    original = server_broker.Broker._open_storage
+
+    async def open_then_lose_the_race(self: server_broker.Broker) -> None:
+        await original(self)
+        holder.listen()  # the other broker gets there first
+
+    monkeypatch.setattr(server_broker.Broker, "_open_storage", open_then_lose_the_race)
+    try:
+        broker = muster.Broker(port=port)
+        with pytest.raises(StartupError, match="address already in use"):
+            broker.start()
+        assert not broker.running
+    finally:
+        holder.close()
 
 
 def test_misuse_is_refused_up_front() -> None:

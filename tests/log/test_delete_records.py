@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from muster.log.port import OffsetOutOfRangeError, UnreadableLogError
-from muster.log.recovery import START_OFFSET_FILE
-from muster.log.segment_log import SegmentLog
+from muster.log.segment_log import START_OFFSET_FILE, SegmentLog
 from muster.records.batch import iter_records
 from tests.log.conftest import MakeLog
 from tests.log.test_log_contract import batch

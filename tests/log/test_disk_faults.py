@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from muster.log import segment, segment_log
+from muster.log import producer_recovery, segment, segment_log
 from muster.log.port import StorageError
 from muster.log.segment_log import SegmentLog
 from muster.records.batch import batch_payload, build_batch, decode_records, iter_batches
@@ -195,4 +195,4 @@ def test_close_after_a_failed_fsync_is_not_a_clean_shutdown(
     _failed_fsync(plog, faults)
     with pytest.raises(OSError):
         plog.close()
-    assert not (plog.directory / segment_log.PRODUCER_SNAPSHOT).exists()
+    assert not (plog.directory / producer_recovery.PRODUCER_SNAPSHOT).exists()

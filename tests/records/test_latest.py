@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from muster.log.port import CorruptRecordError
 from muster.records import compression
 from muster.records.batch import Record, build_batch, iter_batches, iter_records
+from muster.records.errors import CorruptRecordError
 from muster.records.latest import collect_latest
 
 CODECS = [compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD]

@@ -12,7 +12,6 @@ from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from crc32c import crc32c
 
-from muster.log.port import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from muster.records import compression
 from muster.records.batch import (
     HEADER_SIZE,
@@ -30,6 +29,7 @@ from muster.records.batch import (
     zigzag_decode,
     zigzag_encode,
 )
+from muster.records.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 with warnings.catch_warnings():  # kafka-python's schema loader warns on import
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -12,7 +12,7 @@ import coordinator_scale
 
 
 def test_loaded_offsets_are_served_then_expire_while_live_commits_continue() -> None:
-    fig = coordinator_scale.run(groups=1000, expiry_after_ms=2000, probe_s=6.0, keep=False)
+    fig = coordinator_scale.run(groups=1000, expiry_after_ms=8000, probe_s=12.0, keep=False)
     print(coordinator_scale.closing_line(fig))
     assert fig.records == 100_000
     assert fig.served_s > 0 and fig.latencies_ms  # the loaded offset was read back, live ran

@@ -104,7 +104,7 @@ def test_group_tombstone_keeps_offsets_written_before() -> None:
     shard.replay(group_metadata_record("g", None)[0], None, len(h.log))
     shard.loaded(h.now)
     g = shard.group("g")
-    assert g is not None and g.protocol_type is None and (("t", 0) in g.offsets)
+    assert g is not None and g.protocol_type is None and (("t", 0) in shard.offsets.committed("g"))
 
 
 def test_loaded_then_serving_live_matches_replay() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from muster.coordinator import requests as rq
-from muster.coordinator.runtime.partitioning import partition_for
+from muster.coordinator.partitioning import partition_for
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
 from muster.server.coordinator.runtime import ShardRuntime

@@ -33,16 +33,35 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None, timeout: floa
 class MusterProcess:
     """`python -m muster serve` on a fixed loopback port, restartable, killable."""
 
-    def __init__(self, data_dir: Path, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        settings: dict[str, str] | None = None,
+        listeners: dict[str, str] | None = None,
+    ) -> None:
+        """`listeners`: name -> security protocol, each on its own free port
+        (`self.ports`); without it, one PLAINTEXT listener (`--listen`)."""
         self.data_dir = data_dir
-        self.port = free_port()
+        self.listeners = listeners
+        self.ports = {name: free_port() for name in listeners or {"PLAINTEXT": ""}}
+        self.port = next(iter(self.ports.values()))
         self.settings = {"group.initial.rebalance.delay.ms": "0", **(settings or {})}
+        if listeners:
+            self.settings["listeners"] = ",".join(
+                f"{name}://127.0.0.1:{self.ports[name]}" for name in listeners
+            )
+            self.settings["listener.security.protocol.map"] = ",".join(
+                f"{name}:{proto}" for name, proto in listeners.items()
+            )
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def address(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
 
     def command(self) -> list[str]:
         cmd = [
@@ -52,9 +71,9 @@ class MusterProcess:
             "serve",
             "--data-dir",
             str(self.data_dir),
-            "--listen",
-            self.bootstrap,
         ]
+        if not self.listeners:
+            cmd += ["--listen", self.bootstrap]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
         return cmd
@@ -62,7 +81,8 @@ class MusterProcess:
     def start(self) -> MusterProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
-        wait_for_port(self.port, self.proc)
+        for port in self.ports.values():
+            wait_for_port(port, self.proc)
         return self
 
     def stop(self) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from muster.coordinator.runtime.partitioning import partition_for
+from muster.coordinator.partitioning import partition_for
 from muster.log.manager import LogManager
 from muster.records.batch import Record, build_batch
 from muster.records.transaction_log import encode_txn_key, encode_txn_value

@@ -6,19 +6,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
 
+from muster import explain as explain_words
 from muster.analytics import lag as lag_mod
 from muster.analytics import load, offsets, rebalances, report
 from muster.analytics.events import parse_events
 from muster.analytics.model import GroupReport, GroupSummary
 from muster.analytics.progress import StageProgress
 from muster.analytics.schema import KAFKA_SCHEMA, OFFSETS_TOPIC
-from muster.cli import explain as explain_words
+from muster.coordinator import events as ev
 from muster.coordinator.events import EVENTS_TOPIC
 
 STAGES = (
@@ -224,11 +224,11 @@ def _group_reports(
         if row.group_id in reports:
             label = f"{row.topic}-{row.partition}"
             reports[row.group_id].lag.setdefault(label, []).append((row.t_ms, float(row.lag)))
-    stories: dict[str, list[dict[str, Any]]] = {}
+    stories: dict[str, list[ev.GroupEvent]] = {}
     for row in events.orderBy("event_offset").collect():
-        stories.setdefault(row.group_id, []).append(
-            {k: v for k, v in row.asDict().items() if v is not None}
-        )
+        event = ev.from_dict(row.asDict(recursive=True))
+        if event is not None:
+            stories.setdefault(row.group_id, []).append(event)
     for group_id, group_events in stories.items():
         if group_id in reports:
             reports[group_id].story = explain_words.explain(group_events, STORY_REBALANCES)

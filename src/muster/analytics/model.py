@@ -38,4 +38,4 @@ class GroupReport:
     rebalances: list[dict[str, Any]] = field(default_factory=list)  # rows of the rebalances table
     lag: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # "topic-p" -> series
     commit_rate: list[tuple[int, int, int]] = field(default_factory=list)  # minute, commits, parts
-    story: list[list[str]] = field(default_factory=list)  # muster.cli.explain blocks
+    story: list[list[str]] = field(default_factory=list)  # muster.explain blocks

@@ -1,7 +1,7 @@
 """Per-group rebalances and what they cost, from parsed group events.
 
 A rebalance runs from leaving a stable (or empty) group to the next
-`RebalanceCompleted`, as in muster.cli.explain.timeline: every event belongs
+`RebalanceCompleted`, as in muster.coordinator.events.fold (muster.explain): every event belongs
 to the rebalance numbered by how many `RebalanceCompleted` came before it in
 the group's log order (a `MemberRemoved` that causes a rebalance precedes its
 `RebalanceStarted`, so it lands in the right one too).

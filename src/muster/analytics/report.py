@@ -8,6 +8,7 @@ sentences as `muster groups explain`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -16,7 +17,7 @@ from typing import Any
 
 from muster.analytics import svg
 from muster.analytics.model import GroupReport, GroupSummary
-from muster.cli.explain import cause_words, duration, waited_sentence
+from muster.explain import cause_words, duration, waited_sentence
 
 _CSS = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
@@ -29,6 +30,7 @@ td.num { text-align: right; }
 .figures td:first-child { font-weight: bold; }
 .story p { margin: 2px 0 2px 16px; font-size: 13px; } .story p.head { margin-left: 0; }
 .muted { color: #777; }
+span.id { border-bottom: 1px dotted #999; cursor: help; }
 """
 
 
@@ -137,7 +139,8 @@ def _rebalance_table(rows: Sequence[dict[str, Any]]) -> str:
         body.append(
             "<tr>"
             + "".join(
-                f"<td{f' class={cls}' if cls else ''}>{escape(text)}</td>" for text, cls in cells
+                f"<td{f' class={cls}' if cls else ''}>{short_ids(escape(text))}</td>"
+                for text, cls in cells
             )
             + "</tr>"
         )
@@ -161,13 +164,30 @@ def _commit_rate(rows: Sequence[tuple[int, int, int]]) -> str:
     )
 
 
+# A member id as Kafka clients make them: client id, '-', a UUID.
+_MEMBER_ID = re.compile(
+    r"(?<![\w.-])([\w.-]*?)([0-9a-f]{8})(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+)
+
+
+def short_ids(html_text: str) -> str:
+    """Shortens each member id in escaped text to its client id and the UUID's
+    first 8 digits; the whole id shows on hover (title) and stays searchable."""
+    return _MEMBER_ID.sub(
+        lambda m: (
+            f'<span class="id" title="{m.group(0)}">{m.group(1)}{m.group(2)}\u2026</span>'
+        ),
+        html_text,
+    )
+
+
 def _story(blocks: Sequence[Sequence[str]]) -> str:
     if not blocks:
-        return ""
+        return '<p class="muted">No rebalances to tell.</p>'
     out = ['<div class="story">']
     for block in blocks:
-        out.append(f'<p class="head">{escape(block[0])}</p>')
-        out.extend(f"<p>{escape(line)}</p>" for line in block[1:])
+        out.append(f'<p class="head">{short_ids(escape(block[0]))}</p>')
+        out.extend(f"<p>{short_ids(escape(line))}</p>" for line in block[1:])
     out.append("</div>")
     return "".join(out)
 

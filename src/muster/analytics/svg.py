@@ -104,6 +104,9 @@ def _legend(items: Sequence[tuple[str, str]], y: float) -> tuple[str, float]:
     return "".join(parts), y
 
 
+MIN_BAR_WIDTH = 6.0
+
+
 def timeline(
     axis: TimeAxis, bars: Sequence[Bar], legend: Sequence[tuple[str, str]], title: str
 ) -> str:
@@ -118,11 +121,15 @@ def timeline(
     for bar in bars:
         x0 = axis.x(bar.start_ms)
         x1 = axis.x(bar.end_ms if bar.end_ms is not None else axis.end_ms)
-        width = max(2.0, x1 - x0)  # instant rebalances stay visible
+        # A 12 ms rebalance in an hour-long window is a fraction of a pixel: every
+        # bar gets at least MIN_BAR_WIDTH, its true length is in the tooltip.
+        width = max(MIN_BAR_WIDTH, x1 - x0)
+        x0 = min(x0, axis.x1 - width)  # a minimum-width bar at the end stays inside
         opacity = "1" if bar.end_ms is not None else "0.45"
         parts.append(
             f'<rect class="rebalance" x="{x0:.1f}" y="{lane_top}" width="{width:.1f}" '
-            f'height="{lane_height}" fill="{bar.colour}" fill-opacity="{opacity}">'
+            f'height="{lane_height}" fill="{bar.colour}" fill-opacity="{opacity}" '
+            'stroke="#fff" stroke-width="0.5">'
             f"<title>{escape(bar.tooltip)}</title></rect>"
         )
     axis_y = lane_top + lane_height + 4

@@ -47,6 +47,18 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def require_spark(command: str) -> None:
+    """One line naming the extra when a Spark command runs in an install without it."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError:
+        fail(
+            f"`muster {command}` needs Spark, which this installation lacks: "
+            "pip install 'muster[spark]'"
+        )
+
+
 @contextmanager
 def broker_errors() -> Iterator[None]:
     """Turns client/broker errors into one line on stderr and exit status 1."""

@@ -10,15 +10,25 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from muster.cli import kafka
-from muster.cli._common import broker_errors, err, events_topic_errors, fail, out
+from muster.cli._common import (
+    broker_errors,
+    err,
+    events_topic_errors,
+    fail,
+    out,
+    require_spark,
+)
 from muster.cli.kafka import DEFAULT_BOOTSTRAP
+
+if TYPE_CHECKING:
+    from muster.analytics.model import GroupSummary
 
 
 class Reader(StrEnum):
@@ -64,6 +74,7 @@ def analyze(
     """Rebalances (when, why, how long), time not consuming, commit rate and
     lag per partition over time, per consumer group: Parquet tables, a
     self-contained HTML report and a summary."""
+    require_spark("analyze")
     from muster.analytics import load
     from muster.analytics.job import run_analysis
     from muster.analytics.session import start_session
@@ -106,37 +117,49 @@ def _headline(exc: BaseException) -> str:
     return lines[0] if cause is None else f"{lines[0]} ... {cause}"
 
 
+def _summary_rows(s: GroupSummary) -> list[tuple[str, str]]:
+    """One group's figures, as (label, value) lines of the summary."""
+    from muster.analytics.report import causes_text, percent
+    from muster.explain import duration
+
+    mean = "-" if s.mean_duration_ms is None else duration(round(s.mean_duration_ms))
+    p95 = "-" if s.p95_duration_ms is None else duration(round(s.p95_duration_ms))
+    causes = f" ({causes_text(s.causes)})" if s.causes else ""
+    commits = s.commits_per_minute
+    lag = s.max_lag_now
+    return [
+        ("rebalances", f"{s.rebalances}{causes}"),
+        ("rebalance time", f"mean {mean}, p95 {p95}" if s.rebalances else "-"),
+        (
+            "not consuming",
+            f"{percent(s.not_consuming_fraction)} of the time "
+            f"({duration(s.not_consuming_ms)})",
+        ),
+        ("commits", "-" if commits is None else f"{commits:.1f} per minute"),
+        ("max lag now", "-" if lag is None else f"{lag:,} records"),
+    ]
+
+
 def print_summary(result: object) -> None:
     from muster.analytics.job import AnalysisResult
-    from muster.analytics.report import causes_text, percent
-    from muster.cli.explain import duration
 
     assert isinstance(result, AnalysisResult)
     console = out()
     if not result.groups:
         console.print("No consumer groups found.")
     else:
-        table = Table(title="Consumer groups", title_justify="left")
-        table.add_column("Group", style="bold", overflow="fold")
-        table.add_column("Rebalances", justify="right", no_wrap=True)
-        table.add_column("Causes", no_wrap=True)
-        table.add_column("Mean / p95", justify="right")
-        table.add_column("Not consuming", justify="right")
-        table.add_column("Commits /min", justify="right")
-        table.add_column("Max lag now", justify="right")
+        # One block per group, a figure per line: a table with a column per
+        # figure cut the group names and headers at 80 columns.
+        console.print("[bold]Consumer groups[/]")
         for s in result.groups:
-            mean = "-" if s.mean_duration_ms is None else duration(round(s.mean_duration_ms))
-            p95 = "-" if s.p95_duration_ms is None else duration(round(s.p95_duration_ms))
-            table.add_row(
-                escape(s.group_id),
-                str(s.rebalances),
-                escape(causes_text(s.causes).replace(", ", "\n")),
-                f"{mean} /\n{p95}",
-                f"{percent(s.not_consuming_fraction)}\n{duration(s.not_consuming_ms)}",
-                "-" if s.commits_per_minute is None else f"{s.commits_per_minute:.1f}",
-                "-" if s.max_lag_now is None else str(s.max_lag_now),
-            )
-        console.print(table)
+            rows = _summary_rows(s)
+            table = Table.grid(padding=(0, 2))
+            table.add_column(style="dim", no_wrap=True)
+            table.add_column(overflow="fold")
+            for label, value in rows:
+                table.add_row(f"  {label}", escape(value))
+            console.print(f"[bold]{escape(s.group_id)}[/]", soft_wrap=True)
+            console.print(table)
     console.print(f"Report: {result.report_path}", soft_wrap=True)
     console.print(f"Parquet tables in {result.out_dir / 'tables'}:", soft_wrap=True)
     for name in sorted(result.tables):

@@ -26,10 +26,19 @@ def register(app: typer.Typer) -> None:
             Path,
             typer.Option("--out", help="Where the Spark tables and the analytics report go."),
         ] = Path("muster-demo"),
+        keep_data: Annotated[
+            bool,
+            typer.Option(
+                "--keep-data",
+                help="Keep an earlier demo run's data (by default each run starts empty).",
+            ),
+        ] = False,
     ) -> None:
         """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
+        from muster.cli._common import fail, require_spark
+
+        require_spark("demo")
         from muster import demo as demo_module
-        from muster.cli._common import fail
         from muster.config import load_config
         from muster.server.startup import StartupError
 
@@ -39,6 +48,6 @@ def register(app: typer.Typer) -> None:
             **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
         )
         try:
-            demo_module.run(config, keep_serving, out_dir)
+            demo_module.run(config, keep_serving, out_dir, keep_data)
         except StartupError as exc:
             fail(str(exc))

@@ -3,7 +3,7 @@
 Parity with Kafka's `kafka-consumer-groups.sh` (same figures, same rules:
 offsets reset only while the group is inactive, targets clamped to the log),
 plus `explain`, which reads `__muster_group_events` and tells a group's recent
-rebalances and their causes in plain words (see muster.cli.explain).
+rebalances and their causes in plain words (see muster.explain).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from muster.cli import explain as explain_words
+from muster import explain as explain_words
 from muster.cli import kafka
 from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
@@ -538,6 +538,12 @@ def explain(
     events = explain_words.parse_events(values, group_id=group)
     blocks = explain_words.explain(events, last)
     if not blocks:
+        with broker_errors():
+            admin = kafka.GroupAdmin(bootstrap, request_timeout)
+            desc = admin.describe_group(group)
+            exists = desc.state != "Dead" or bool(desc.members or admin.committed_offsets(group))
+        if not exists:  # as `groups describe` says it, with the same exit status
+            fail(f"consumer group {group!r} does not exist")
         err().print(f"No rebalance events recorded for group {escape(group)}.")
         return
     console = out()

@@ -7,8 +7,22 @@ from importlib.metadata import version as _dist_version
 from typing import Annotated
 
 import typer
+from typer.core import TyperOption
 
-from muster.cli import analyze, consume, demo, groups, produce, serve, topics
+from muster.cli import analyze, consume, demo, groups, produce, security, serve, topics
+
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_without_placeholder(self: TyperOption, ctx: typer.Context) -> str | None:
+    # typer 0.29 labels every flag `<bool>` in --help, as if it took a value;
+    # a flag takes none, so it gets no placeholder.
+    if getattr(self, "is_flag", False) and self.metavar is None:
+        return None
+    return _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_without_placeholder  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="muster",
@@ -41,6 +55,8 @@ def main(
 serve.register(app)
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
+app.add_typer(security.acls_app, name="acls")
+app.add_typer(security.users_app, name="users")
 produce.register(app)
 consume.register(app)
 demo.register(app)

@@ -207,7 +207,7 @@ def _report(topic: str, tally: _Tally) -> None:
                 str(index + 1),
                 str(delivery.partition),
                 str(delivery.offset),
-                "-" if record_key is None else escape(_shown(record_key)),
+                "[dim]null[/]" if record_key is None else escape(_shown(record_key)),
             )
     else:
         ranges: dict[int, list[int]] = {}

@@ -1,20 +1,20 @@
 """muster's Kafka client: `Producer`, `Consumer`, `Admin` (blocking, built
 from a dict of Java/librdkafka configuration names, like confluent-kafka)
-and their asyncio cores in `muster.client.aio`."""
+and their asyncio cores in `muster.client.aio`. The names below resolve on
+first use (muster._lazy), so importing one client module does not import
+them all."""
 
-from muster.client.admin import Admin, NewTopic
-from muster.client.consumer import Consumer
-from muster.client.errors import KafkaError
-from muster.client.producer import Producer, RecordMetadata
-from muster.client.types import ConsumerRecord, TopicPartition
+from muster._lazy import lazy_exports
 
-__all__ = [
-    "Admin",
-    "Consumer",
-    "ConsumerRecord",
-    "KafkaError",
-    "NewTopic",
-    "Producer",
-    "RecordMetadata",
-    "TopicPartition",
-]
+_EXPORTS = {
+    "Admin": "muster.client.admin",
+    "NewTopic": "muster.client.admin",
+    "Consumer": "muster.client.consumer",
+    "KafkaError": "muster.client.errors",
+    "Producer": "muster.client.producer",
+    "RecordMetadata": "muster.client.producer",
+    "ConsumerRecord": "muster.client.types",
+    "TopicPartition": "muster.client.types",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

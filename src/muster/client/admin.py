@@ -17,6 +17,7 @@ from muster.client.config import Config
 from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import KafkaError, error_for
 from muster.client.net import Cluster, Connection
+from muster.client.security import ClientSecurity
 from muster.client.types import TopicPartition
 from muster.protocol.consumer_protocol import decode_assignment
 
@@ -90,6 +91,7 @@ class AIOAdmin:
             self.config.str("bootstrap.servers"),
             self.config.str("client.id"),
             self.timeout_ms / 1000,
+            ClientSecurity.from_conf(self.config.raw),
         )
 
     async def start(self) -> AIOAdmin:

@@ -6,7 +6,7 @@ admin = await AIOAdmin(conf).start(); await admin.create_topics([NewTopic("t", 3
 """
 
 from muster.client.admin import AIOAdmin
-from muster.client.consumer import AIOConsumer
-from muster.client.producer import AIOProducer
+from muster.client.aio_consumer import AIOConsumer
+from muster.client.aio_producer import AIOProducer
 
 __all__ = ["AIOAdmin", "AIOConsumer", "AIOProducer"]

@@ -29,6 +29,7 @@ from muster.client.errors import (
     error_for,
 )
 from muster.client.frames import FrameProtocol
+from muster.client.security import ClientSecurity, sasl_tokens
 from muster.client.types import TopicPartition
 from muster.protocol.client_codec import (
     decode_response,
@@ -38,6 +39,7 @@ from muster.protocol.client_codec import (
 from muster.protocol.codec import DecodeError, request_schema
 
 API_VERSIONS = 18
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 METADATA = 3
 
 # The highest version of each API whose request shape this client fills in.
@@ -56,10 +58,12 @@ CLIENT_MAX: dict[int, int] = {
     14: 5,  # SyncGroup
     15: 5,  # DescribeGroups
     16: 4,  # ListGroups
+    17: 1,  # SaslHandshake
     18: 3,  # ApiVersions
     19: 7,  # CreateTopics
     20: 5,  # DeleteTopics
     22: 4,  # InitProducerId
+    36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
@@ -96,7 +100,15 @@ class _Pending:
 class Connection:
     """One TCP connection to one broker."""
 
-    def __init__(self, host: str, port: int, client_id: str = "muster", node_id: int = -1):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "muster",
+        node_id: int = -1,
+        security: ClientSecurity | None = None,
+    ):
+        self.security = security or ClientSecurity()
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -121,10 +133,15 @@ class Connection:
 
     async def connect(self, timeout_s: float = 10.0) -> Connection:
         loop = asyncio.get_running_loop()
+        tls = self.security.ssl_context()
         try:
             transport, protocol = await with_timeout(
                 loop.create_connection(
-                    lambda: FrameProtocol(self._on_frame, self._on_lost), self.host, self.port
+                    lambda: FrameProtocol(self._on_frame, self._on_lost),
+                    self.host,
+                    self.port,
+                    ssl=tls,
+                    server_hostname=self.host if tls else None,
                 ),
                 timeout_s,
             )
@@ -134,6 +151,8 @@ class Connection:
         self._transport, self._protocol = transport, protocol
         try:
             await with_timeout(self._negotiate(), timeout_s)
+            if self.security.sasl:
+                await with_timeout(self._authenticate(), timeout_s)
         except TimeoutError:
             await self.close()
             raise KafkaConnectionError(f"{self!r}: no ApiVersions answer in {timeout_s}s") from None
@@ -152,6 +171,24 @@ class Connection:
         self.versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
         }
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake, then SaslAuthenticate rounds until the mechanism is done."""
+        mechanism = self.security.mechanism
+        handshake = await self.send(SASL_HANDSHAKE, {"mechanism": mechanism})
+        if handshake.error_code != 0:
+            offered = ", ".join(handshake.mechanisms)
+            raise error_for(handshake.error_code, f"{mechanism} not offered (broker: {offered})")
+        steps = sasl_tokens(self.security)
+        token = next(steps)
+        while True:
+            answer = await self.send(SASL_AUTHENTICATE, {"auth_bytes": token})
+            if answer.error_code != 0:
+                raise error_for(answer.error_code, answer.error_message or "SASL failed")
+            try:
+                token = steps.send(bytes(answer.auth_bytes))
+            except StopIteration:
+                return
 
     def version_for(self, api_key: int) -> int:
         """The highest version of `api_key` both sides speak."""
@@ -287,7 +324,9 @@ class Cluster:
         bootstrap: str | Iterable[str],
         client_id: str = "muster",
         request_timeout_s: float = 30.0,
+        security: ClientSecurity | None = None,
     ):
+        self.security = security or ClientSecurity()
         self.bootstrap_servers = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
@@ -305,7 +344,7 @@ class Cluster:
         servers = list(self.bootstrap_servers)
         random.shuffle(servers)
         for host, port in servers:
-            conn = Connection(host, port, self.client_id)
+            conn = Connection(host, port, self.client_id, security=self.security)
             try:
                 return await conn.connect()
             except KafkaError as exc:
@@ -327,7 +366,7 @@ class Cluster:
         future: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
         self._connecting[node_id] = future
         try:
-            conn = await Connection(host, port, self.client_id, node_id).connect()
+            conn = await Connection(host, port, self.client_id, node_id, self.security).connect()
         except KafkaError as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: awaiting callers get it too
@@ -351,7 +390,7 @@ class Cluster:
         conn = self._coord_conns.get(key)
         if conn is not None and conn.connected:
             return conn
-        conn = await Connection(host, port, self.client_id, node_id).connect()
+        conn = await Connection(host, port, self.client_id, node_id, self.security).connect()
         old = self._coord_conns.get(key)
         self._coord_conns[key] = conn
         if old is not None:

@@ -1,13 +1,22 @@
 """The pure, synchronous group coordinator core (classic groups + offsets).
 
 The runtime's entry points: `CoordinatorShard` (one per `__consumer_offsets`
-partition), `partition_for`, the request/response dataclasses in
-`muster.coordinator.requests` / `.responses`, `Result`/`Schedule`/`Cancel`
-in `muster.coordinator.runtime`, and the events in `muster.coordinator.events`.
+partition, `muster.coordinator.shard`), `partition_for`
+(`.partitioning`), the request/response dataclasses in `.requests` /
+`.responses`, `Result`/`Schedule`/`Cancel` in `.result`, and the events in
+`.events`. The names below are also reachable from the package itself,
+resolved on first use (muster._lazy).
 """
 
-from muster.coordinator.context import CoordinatorConfig
-from muster.coordinator.runtime import Cancel, Result, Schedule, partition_for
-from muster.coordinator.shard import CoordinatorShard
+from muster._lazy import lazy_exports
 
-__all__ = ["Cancel", "CoordinatorConfig", "CoordinatorShard", "Result", "Schedule", "partition_for"]
+_EXPORTS = {
+    "Cancel": "muster.coordinator.result",
+    "CoordinatorConfig": "muster.coordinator.context",
+    "CoordinatorShard": "muster.coordinator.shard",
+    "Result": "muster.coordinator.result",
+    "Schedule": "muster.coordinator.result",
+    "partition_for": "muster.coordinator.partitioning",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

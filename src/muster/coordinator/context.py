@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from muster.coordinator.runtime.result import Cancel, Record, Schedule, TimerOp
+from muster.coordinator.result import Cancel, Record, Schedule, TimerOp
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
 OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
@@ -58,6 +58,9 @@ Continuation = Callable[[int, "Effects"], None]  # (error_code, effects)
 @dataclass
 class Effects:
     now: int
+    # log position (record sequence) the first record of this step takes; the
+    # shard hands it in and moves on by len(records) afterwards
+    first_seq: int = 0
     records: list[Record] = field(default_factory=list)
     replies: list[tuple[int, Any]] = field(default_factory=list)
     timers: list[TimerOp] = field(default_factory=list)
@@ -72,8 +75,12 @@ class Effects:
         if request_id is not None:
             self.replies.append((request_id, response))
 
-    def record(self, record: Record) -> None:
+    def record(self, record: Record) -> int:
+        """Appends a record to this step's write; returns its record sequence
+        (its position among everything the shard appends, the log offset once
+        replayed), which orders it against other writes."""
         self.records.append(record)
+        return self.first_seq + len(self.records) - 1
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self.timers.append(Schedule(key, deadline_ms))

@@ -34,48 +34,248 @@ StaticMemberReplaced — a static member rejoined under a new member id:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 # The internal topic the broker's runtime writes these events to (one partition,
 # keyed by group id).
 EVENTS_TOPIC = "__muster_group_events"
 
-# Causes of a transition to PreparingRebalance / of a member's removal
-MEMBER_JOINED = "member_joined"
-MEMBER_LEFT = "member_left"
-SESSION_EXPIRED = "session_expired"
-NEW_MEMBER_JOIN_TIMEOUT = "new_member_join_timeout"
-PENDING_MEMBER_EXPIRED = "pending_member_expired"
-REBALANCE_TIMEOUT = "rebalance_timeout"
-SYNC_TIMEOUT = "sync_timeout"
-LEADER_REJOINED = "leader_rejoined"
-MEMBER_METADATA_CHANGED = "member_metadata_changed"
-STATIC_MEMBER_REPLACED = "static_member_replaced"
-GROUP_STORE_FAILED = "group_store_failed"
-GROUP_MAX_SIZE = "group_max_size"
-JOIN_COMPLETED = "join_completed"
-SYNC_COMPLETED = "sync_completed"
-GROUP_DELETED = "group_deleted"
-OFFSETS_EXPIRED = "offsets_expired"
-LOADED = "loaded"
+# ---- causes -------------------------------------------------------------------
+#
+# One class per cause of a rebalance, a member's removal or a state change:
+# its code (the `cause` field on disk) and its words. Adding a cause is one
+# new subclass here, used where the coordinator starts the rebalance;
+# `muster.explain`, the analytics and the metrics find it by its code.
 
-CAUSES = (
-    MEMBER_JOINED,
-    MEMBER_LEFT,
-    SESSION_EXPIRED,
-    NEW_MEMBER_JOIN_TIMEOUT,
-    SYNC_TIMEOUT,
-    LEADER_REJOINED,
-    MEMBER_METADATA_CHANGED,
-    STATIC_MEMBER_REPLACED,
-    GROUP_STORE_FAILED,
-)
 
-# What a join phase waited for before it completed
+def _member(member_id: str | None) -> str:
+    return f"member {member_id}" if member_id else "a member"
+
+
+# What the coordinator records (as Kafka does) when LeaveGroup carried no reason
+NO_REASON = "not provided"
+
+
+def _reason(reason: str | None) -> str:
+    if not reason or reason == NO_REASON:
+        return " without giving a reason"
+    return f', giving the reason "{reason}"'
+
+
+def _quoted(reason: str | None) -> str:
+    return f' (reason "{reason}")' if reason else ""
+
+
+class Cause:
+    """Why something happened to a group. Subclasses set `code` and `words`
+    and may say more in `started` (why a rebalance started: one clause),
+    `removed` (a member taken out for this cause: one sentence) and `dead`."""
+
+    code: ClassVar[str] = ""
+    words: ClassVar[str] = ""  # a few words, for lists of causes
+    starts_rebalances: ClassVar[bool] = False  # listed in CAUSES
+    registry: ClassVar[dict[str, type[Cause]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.code:
+            Cause.registry[cls.code] = cls
+
+    def __init__(self, code: str = "") -> None:
+        # an instance of the base class stands for a code this version does not know
+        self.unknown_code = code
+
+    @property
+    def name(self) -> str:
+        return self.code or self.unknown_code
+
+    @property
+    def text(self) -> str:
+        return self.words or self.name.replace("_", " ")
+
+    def started(self, member: str, reason: str | None) -> str:
+        text = self.text if self.name else "no cause was recorded"
+        return text + (f" ({_member(member)})" if member else "")
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed ({self.text or 'unknown'})."
+
+    def dead(self) -> str:
+        return f"the group became Dead ({self.text or 'unknown'})."
+
+
+def cause(code: str | None) -> Cause:
+    """The cause with this code (an unknown one keeps its code as its words)."""
+    known = Cause.registry.get(code or "")
+    return known() if known is not None else Cause(code or "")
+
+
+class MemberJoined(Cause):
+    code, words, starts_rebalances = "member_joined", "a new member joined", True
+
+    def started(self, member: str, reason: str | None) -> str:
+        return f"{_member(member)} joined the group{_quoted(reason)}"
+
+
+class MemberLeft(Cause):
+    code, words, starts_rebalances = "member_left", "a member left", True
+
+    def started(self, member: str, reason: str | None) -> str:
+        return f"{_member(member)} left the group (LeaveGroup){_reason(reason)}"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} left the group{_reason(reason)}."
+
+
+class SessionExpired(Cause):
+    code, words, starts_rebalances = "session_expired", "a member's session expired", True
+
+    def started(self, member: str, reason: str | None) -> str:
+        return f"{_member(member)} stopped heartbeating and its session timed out"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed: its session timed out."
+
+
+class NewMemberJoinTimeout(Cause):
+    code, starts_rebalances = "new_member_join_timeout", True
+    words = "a new member did not rejoin in time"
+
+    def started(self, member: str, reason: str | None) -> str:
+        return f"new {_member(member)} did not rejoin before the new-member join timeout"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed: as a new member it did not rejoin in time."
+
+
+class PendingMemberExpired(Cause):
+    code = "pending_member_expired"
+    words = "a pending member never completed its join"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed: it never completed its join (pending member expired)."
+
+
+class RebalanceTimeout(Cause):
+    code = "rebalance_timeout"
+    words = "a member did not rejoin before the rebalance timeout"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed: it did not rejoin before the rebalance timeout."
+
+
+class SyncTimeout(Cause):
+    code, starts_rebalances = "sync_timeout", True
+    words = "members did not send SyncGroup before the rebalance timeout"
+
+    def started(self, member: str, reason: str | None) -> str:
+        return "some members did not send SyncGroup before the rebalance timeout"
+
+    def removed(self, who: str, reason: str | None) -> str:
+        return f"{who} was removed: it did not send SyncGroup in time."
+
+
+class LeaderRejoined(Cause):
+    code, words, starts_rebalances = "leader_rejoined", "the leader rejoined", True
+
+    def started(self, member: str, reason: str | None) -> str:
+        who = member or "unknown"
+        return f"the group leader ({who}) rejoined, so a new assignment is needed{_quoted(reason)}"
+
+
+class MemberMetadataChanged(Cause):
+    code, starts_rebalances = "member_metadata_changed", True
+    words = "a member rejoined with changed subscription metadata"
+
+    def started(self, member: str, reason: str | None) -> str:
+        return (
+            f"{_member(member)} rejoined with a changed subscription or protocol metadata"
+            + _quoted(reason)
+        )
+
+
+class StaticMemberReplacedCause(Cause):
+    code, starts_rebalances = "static_member_replaced", True
+    words = "a static member was replaced by a new instance"
+
+    def started(self, member: str, reason: str | None) -> str:
+        return f"a static member was replaced by a new instance ({member or 'unknown id'})"
+
+
+class GroupStoreFailedCause(Cause):
+    code, starts_rebalances = "group_store_failed", True
+    words = "the group's assignment could not be stored"
+
+    def started(self, member: str, reason: str | None) -> str:
+        return "the group's new assignment could not be stored durably"
+
+
+class GroupMaxSize(Cause):
+    code, words = "group_max_size", "the group was over group.max.size"
+
+
+class JoinCompletedCause(Cause):
+    code = "join_completed"
+
+
+class SyncCompleted(Cause):
+    code = "sync_completed"
+
+
+class GroupDeleted(Cause):
+    code = "group_deleted"
+
+    def dead(self) -> str:
+        return "the group was deleted."
+
+
+class OffsetsExpired(Cause):
+    code = "offsets_expired"
+
+    def dead(self) -> str:
+        return "the group was removed: it stayed empty and its offsets expired."
+
+
+class Loaded(Cause):
+    code = "loaded"
+
+
+# the codes, for the coordinator's handlers
+MEMBER_JOINED = MemberJoined.code
+MEMBER_LEFT = MemberLeft.code
+SESSION_EXPIRED = SessionExpired.code
+NEW_MEMBER_JOIN_TIMEOUT = NewMemberJoinTimeout.code
+PENDING_MEMBER_EXPIRED = PendingMemberExpired.code
+REBALANCE_TIMEOUT = RebalanceTimeout.code
+SYNC_TIMEOUT = SyncTimeout.code
+LEADER_REJOINED = LeaderRejoined.code
+MEMBER_METADATA_CHANGED = MemberMetadataChanged.code
+STATIC_MEMBER_REPLACED = StaticMemberReplacedCause.code
+GROUP_STORE_FAILED = GroupStoreFailedCause.code
+GROUP_MAX_SIZE = GroupMaxSize.code
+JOIN_COMPLETED = JoinCompletedCause.code
+SYNC_COMPLETED = SyncCompleted.code
+GROUP_DELETED = GroupDeleted.code
+OFFSETS_EXPIRED = OffsetsExpired.code
+LOADED = Loaded.code
+
+# causes that start rebalances
+CAUSES = tuple(code for code, c in Cause.registry.items() if c.starts_rebalances)
+
+# What a join phase waited for before it completed, and its words
 ALL_MEMBERS_JOINED = "all_members_joined"
 REBALANCE_TIMEOUT_EXPIRED = "rebalance_timeout_expired"
 INITIAL_DELAY_ELAPSED = "initial_delay_elapsed"
-WAITED_FOR = (ALL_MEMBERS_JOINED, REBALANCE_TIMEOUT_EXPIRED, INITIAL_DELAY_ELAPSED)
+WAITED_WORDS = {
+    ALL_MEMBERS_JOINED: "every member had joined",
+    REBALANCE_TIMEOUT_EXPIRED: "the rebalance timeout expired before every member had rejoined",
+    INITIAL_DELAY_ELAPSED: (
+        "the initial rebalance delay (group.initial.rebalance.delay.ms) had elapsed"
+    ),
+}
+WAITED_FOR = tuple(WAITED_WORDS)
 
 
 class _Event:
@@ -174,3 +374,151 @@ GroupEvent = (
     | MemberRemoved
     | StaticMemberReplaced
 )
+
+
+EVENT_TYPES: dict[str, type[GroupEvent]] = {
+    cls.__name__: cls
+    for cls in (
+        GroupStateChanged,
+        RebalanceStarted,
+        JoinCompleted,
+        RebalanceCompleted,
+        GroupStoreFailed,
+        MemberRemoved,
+        StaticMemberReplaced,
+    )
+}
+
+
+def _missing(annotation: str) -> Any:
+    """What a field absent from an older record reads as."""
+    if "None" in annotation:
+        return None
+    if annotation.startswith("tuple"):
+        return ()
+    return {"int": 0, "str": "", "bool": False}.get(annotation)
+
+
+def from_json(value: bytes | str | None) -> GroupEvent | None:
+    """One `__muster_group_events` record value as its event; None when it is
+    not one this version knows (newer types, other JSON, not JSON at all).
+    Fields an older writer did not have read as empty; extra fields are ignored."""
+    if value is None:
+        return None
+    try:
+        body = json.loads(value)
+    except ValueError:  # UnicodeDecodeError is one too
+        return None
+    return from_dict(body) if isinstance(body, dict) else None
+
+
+def from_dict(body: dict[str, Any]) -> GroupEvent | None:
+    """An event from its JSON fields (a `type` naming the class); None for a
+    type this version does not know. Absent or null fields read as empty."""
+    kind = body.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    args = {}
+    for f in fields(cls):
+        v = body.get(f.name)
+        if v is None:
+            v = _missing(str(f.type))
+        args[f.name] = tuple(v) if isinstance(v, list) else v
+    return cls(**args)
+
+
+# ---- the fold: events into rebalances --------------------------------------------
+#
+# How the coordinator writes a rebalance (in log order): `MemberRemoved` (a
+# member left / expired while Stable or CompletingRebalance) immediately
+# followed by `RebalanceStarted` with the same member: the cause;
+# `RebalanceStarted` again for each later return to PreparingRebalance before
+# the group is stable; `JoinCompleted` when the join phase ends, `MemberRemoved`
+# for the members it dropped; `RebalanceCompleted` when Stable (or Empty) again.
+
+
+@dataclass
+class Rebalance:
+    """One rebalance: from leaving a stable (or empty) group to the next one."""
+
+    starts: list[RebalanceStarted] = field(default_factory=list)
+    removals: list[MemberRemoved] = field(default_factory=list)
+    joins: list[JoinCompleted] = field(default_factory=list)
+    store_failures: list[GroupStoreFailed] = field(default_factory=list)
+    replacements: list[StaticMemberReplaced] = field(default_factory=list)  # that rebalanced
+    completed: RebalanceCompleted | None = None
+
+    @property
+    def started_ms(self) -> int | None:
+        if self.completed is not None:
+            return self.completed.started_ms
+        if self.starts:
+            return self.starts[0].at_ms
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.completed is not None
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something worth telling that is not part of a rebalance: a member
+    removed without one, a static member replaced without one, a failed store
+    outside one, the group becoming Dead."""
+
+    at_ms: int
+    event: GroupEvent
+
+
+def fold(events: Iterable[GroupEvent]) -> list[Rebalance | Note]:
+    """One group's events (log order) as rebalances and notes, oldest first."""
+    items: list[Rebalance | Note] = []
+    current: Rebalance | None = None
+    removed_before_start: list[MemberRemoved] = []
+
+    def open_rebalance() -> Rebalance:
+        nonlocal current
+        if current is None or current.done:
+            current = Rebalance()
+            items.append(current)
+        return current
+
+    def flush_removals() -> None:
+        items.extend(Note(r.at_ms or 0, r) for r in removed_before_start)
+        removed_before_start.clear()
+
+    for event in events:
+        in_progress = current is not None and not current.done
+        if isinstance(event, RebalanceStarted):
+            rebalance = open_rebalance()
+            rebalance.starts.append(event)
+            rebalance.removals.extend(removed_before_start)
+            removed_before_start.clear()
+            continue
+        if isinstance(event, MemberRemoved):
+            if in_progress:
+                current.removals.append(event)  # type: ignore[union-attr]
+            else:  # the RebalanceStarted it causes follows right after
+                removed_before_start.append(event)
+            continue
+        flush_removals()
+        if isinstance(event, JoinCompleted):
+            open_rebalance().joins.append(event)
+        elif isinstance(event, RebalanceCompleted):
+            open_rebalance().completed = event
+        elif isinstance(event, GroupStoreFailed):
+            if in_progress:
+                current.store_failures.append(event)  # type: ignore[union-attr]
+            else:
+                items.append(Note(event.at_ms or 0, event))
+        elif isinstance(event, StaticMemberReplaced):
+            if event.rebalance and in_progress:
+                current.replacements.append(event)  # type: ignore[union-attr]
+            else:
+                items.append(Note(event.at_ms or 0, event))
+        elif isinstance(event, GroupStateChanged) and event.to_state == "Dead":
+            items.append(Note(event.at_ms or 0, event))
+    flush_removals()
+    return items

@@ -8,15 +8,16 @@ partition. The runtime drives it serially:
     result = shard.on_timer(key, now_ms)
     result = shard.complete_write(token, error_code, now_ms)
 
-See muster.coordinator.runtime.result for what a Result obliges the runtime
+See muster.coordinator.result for what a Result obliges the runtime
 to do. Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from muster.coordinator import errors as E
@@ -31,13 +32,15 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
-from muster.coordinator.groups.classic import admin, join, membership, rebalance
-from muster.coordinator.groups.classic.group import ClassicGroup, CommittedOffset, Member
+from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
+from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore, random_member_id
+from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager, commit_response
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.offsets.state import CommittedOffset
+from muster.coordinator.partitioning import partition_for
+from muster.coordinator.result import Cancel, Record, Result, Schedule
 from muster.records.offsets_topic import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -47,9 +50,18 @@ from muster.records.offsets_topic import (
     offset_commit_value_fields,
 )
 
-# OffsetCommitValue v3 with empty metadata: version, offset, leader epoch, metadata
-# length (0), commit timestamp
-_V3_EMPTY_METADATA = struct.Struct(">hqihq")
+
+@dataclass
+class _Write:
+    """What one step appended, kept until the runtime reports its fate: once
+    durable the shard replays it, a failed append is simply dropped."""
+
+    first_seq: int
+    records: list[Record]
+    producer_id: int | None  # the records are this producer's transactional batch
+    marker: tuple[int, int, bool] | None
+    continuations: list[Continuation]
+
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (
@@ -75,15 +87,17 @@ class CoordinatorShard:
         self.store = GroupStore(config, new_member_id)
         self.offsets = OffsetManager(self.store)
         self.loading = True
+        # the record sequence of the next record appended: records are ordered
+        # by it (after a load it continues from the last log offset replayed)
+        self.next_seq = 0
         self._timers: dict[str, tuple[TimerKey, int]] = {}
-        self._continuations: dict[int, list[Continuation]] = {}
+        self._writes: dict[int, _Write] = {}
         self._next_token = 0
-        # a compacted partition repeats few distinct keys: decode each once per load
 
     # ---- the runtime's API -------------------------------------------------
 
     def handle(self, request_id: int, request: Any, now_ms: int) -> Result:
-        fx = Effects(now_ms)
+        fx = Effects(now_ms, self.next_seq)
         handler = _HANDLERS.get(type(request))
         if handler is None:
             raise TypeError(f"not a coordinator request: {type(request).__name__}")
@@ -91,7 +105,7 @@ class CoordinatorShard:
         return self._result(fx)
 
     def on_timer(self, key: str, now_ms: int) -> Result:
-        fx = Effects(now_ms)
+        fx = Effects(now_ms, self.next_seq)
         entry = self._timers.get(key)
         if entry is None:
             return Result()  # cancelled or replaced meanwhile
@@ -101,132 +115,121 @@ class CoordinatorShard:
             return self._result(fx)
         del self._timers[key]
         if tkey is EXPIRE_OFFSETS_KEY or tkey.kind == EXPIRE_OFFSETS_KEY.kind:
-            self.offsets.expire(fx)
-            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
+            done = self.offsets.expire(fx)
+            # an unfinished pass continues as soon as queued requests are served
+            delay = self.cfg.offsets_retention_check_interval_ms if done else 0
+            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + delay)
             return self._result(fx)
         group = self.store.get(tkey.group_id)
         if group is not None:
             if tkey.kind == "heartbeat":
-                membership.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
+                liveness.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
             elif tkey.kind == "pending":
-                membership.on_pending_timer(self.store, group, tkey.member_id, fx)
+                liveness.on_pending_timer(self.store, group, tkey.member_id, fx)
             elif tkey.kind == "join":
                 rebalance.on_join_timer(self.store, group, fx)
             elif tkey.kind == "sync":
-                membership.on_sync_timer(self.store, group, fx)
+                liveness.on_sync_timer(self.store, group, fx)
         return self._result(fx)
 
     def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
-        fx = Effects(now_ms)
-        for continuation in self._continuations.pop(token, []):
+        """The append of step `token` is durable (error_code 0) or failed.
+        Durable records are applied by `replay`, exactly as at load; a
+        failed append changes no durable state. Then the step's callbacks
+        answer requests and adjust transient state."""
+        write = self._writes.pop(token, None)
+        if write is None:
+            return Result()
+        if error_code == E.NONE:
+            for seq, (key, value) in enumerate(write.records, write.first_seq):
+                self.replay(key, value, seq, write.producer_id)
+            if write.marker is not None:
+                producer_id, _epoch, commit = write.marker
+                self.offsets.replay_marker(producer_id, commit)
+        fx = Effects(now_ms, self.next_seq)
+        for continuation in write.continuations:
             continuation(error_code, fx)
         return self._result(fx)
 
     def delete_partitions(self, partitions: list[tuple[str, int]], now_ms: int) -> Result:
         """Topics or partitions were deleted: drop every group's offsets for them
         (Kafka's handleDeletedPartitions); Empty groups left without offsets go."""
-        fx = Effects(now_ms)
+        fx = Effects(now_ms, self.next_seq)
         for group in self.store:
-            gone = [tp for tp in partitions if tp in group.offsets or tp in group.pending_offsets]
+            removable = self.offsets.removable(group.group_id)
+            gone = [tp for tp in partitions if tp in removable]
             if gone:
                 self.offsets.remove_offsets(group, gone, fx)
                 self.offsets.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
         return self._result(fx)
 
-    def replay(self, key: bytes, value: bytes | None, offset: int) -> None:
-        """Apply one `__consumer_offsets` record in log order (load path)."""
-        self.replay_latest({key: (offset, value)})
+    # ---- replay: the one way durable state changes --------------------------
 
-    def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
-        """Apply the last record of each key, given in log order of those
-        records: what compaction would leave, so the same state as replaying
-        every record. Offset commits, nearly all of a large log, take a path
-        with no key or value objects; every key arrives once, so a decode
-        cache would only cost here.
+    def replay(
+        self, key: bytes, value: bytes | None, offset: int, producer_id: int | None = None
+    ) -> None:
+        """Apply one `__consumer_offsets` record at log position `offset`: a
+        record read at load, or one this shard appended, once it is durable
+        (`complete_write`). With `producer_id` it belongs to that producer's
+        transaction and waits for the marker. While loading, the groups'
+        transient state is rebuilt from the records too (Kafka's replay of
+        classic-group records); once serving, handlers own it."""
+        fields = offset_commit_key_fields(key)
+        if fields is None:
+            self.replay_other(key, value, offset, producer_id)
+        else:
+            group_id, topic, partition = fields
+            committed = (
+                None
+                if value is None
+                else CommittedOffset(*offset_commit_value_fields(value), offset)
+            )
+            self._replay_offset(group_id, (topic, partition), committed, offset, producer_id)
+        if offset >= self.next_seq:
+            self.next_seq = offset + 1
 
-        Consecutive commits of one (group, topic) share every key byte but
-        the partition (the last four), so the group's offsets and the topic
-        found for one such prefix serve the next keys; the prefix is only
-        remembered once it parsed as an OffsetCommitKey, whose partition is
-        exactly its last four bytes. Any other record may replace or drop the
-        group, so it forgets the remembered one."""
-        groups = self.store.groups
-        get_or_create = self.store.get_or_create
-        key_fields = offset_commit_key_fields
-        value_fields = offset_commit_value_fields
-        unpack_v3 = _V3_EMPTY_METADATA.unpack_from
-        offsets = self.offsets
-        top = offsets.next_seq - 1
-        names: dict[bytes, tuple[str, str]] = {}
-        last_prefix: bytes | None = None
-        group_id = topic = ""
-        committed: dict[tuple[str, int], CommittedOffset] | None = None
-        for key, (offset, value) in latest.items():
-            if offset > top:
-                top = offset
-            prefix = key[:-4]
-            if prefix != last_prefix:
-                known = names.get(prefix)
-                if known is None:
-                    fields = key_fields(key)
-                    if fields is None:
-                        offsets.next_seq = top + 1
-                        self._replay_other(key, value, offset)
-                        top = offsets.next_seq - 1
-                        last_prefix = None
-                        continue
-                    known = names[prefix] = (fields[0], fields[1])
-                group_id, topic = known
-                group = groups.get(group_id)
-                committed = None if group is None else group.offsets
-                last_prefix = prefix
-            partition = int.from_bytes(key[-4:], "big", signed=True)
-            if value is None:
-                if committed is not None:
-                    committed.pop((topic, partition), None)
-                continue
-            if committed is None:
-                committed = get_or_create(group_id).offsets
-            if len(value) == 24:
-                version, at, epoch, mlen, stamp = unpack_v3(value)
-                if version == 3 and mlen == 0:  # what muster writes when there is no metadata
-                    committed[(topic, partition)] = CommittedOffset(
-                        at, epoch, "", stamp, -1, offset
-                    )
-                    continue
-            committed[(topic, partition)] = CommittedOffset(*value_fields(value), offset)
-        offsets.next_seq = top + 1
+    def _replay_offset(
+        self,
+        group_id: str,
+        tp: tuple[str, int],
+        committed: CommittedOffset | None,
+        seq: int,
+        producer_id: int | None,
+    ) -> None:
+        self.offsets.replay_offset(group_id, tp, committed, seq, producer_id)
+        if self.loading and committed is not None:
+            self.store.get_or_create(group_id)  # offsets alone make a (simple) group
 
-    def _replay_other(self, key: bytes, value: bytes | None, offset: int) -> None:
-        """A key in a shape the fast path leaves alone: group metadata, unusual
-        offset commit keys, or a key version we do not know (skipped, like Kafka)."""
+    def replay_other(
+        self, key: bytes, value: bytes | None, offset: int, producer_id: int | None
+    ) -> None:
+        """A key in a shape the offset fast path leaves alone: group metadata,
+        unusual offset commit keys, or a key version we do not know (skipped,
+        like Kafka)."""
         k = decode_key(key)
         if type(k) is OffsetCommitKey:
-            tp = (k.topic, k.partition)
-            group = self.store.groups.get(k.group)
-            if value is None:
-                if group is not None:
-                    group.offsets.pop(tp, None)
-                return
-            if group is None:
-                group = self.store.get_or_create(k.group)
-            group.offsets[tp] = CommittedOffset(*offset_commit_value_fields(value), offset)
+            committed = (
+                None
+                if value is None
+                else CommittedOffset(*offset_commit_value_fields(value), offset)
+            )
+            self._replay_offset(k.group, (k.topic, k.partition), committed, offset, producer_id)
         elif isinstance(k, GroupMetadataKey):
-            if value is None:
-                group = self.store.get(k.group)
-                if group is not None:
-                    if group.offsets:
-                        fresh = ClassicGroup(k.group, offsets=group.offsets)
-                        self.store.groups[k.group] = fresh
-                    else:
-                        self.store.remove(k.group)
-                return
-            self._load_group(k.group, decode_group_metadata_value(value))
+            decoded = None if value is None else decode_group_metadata_value(value)
+            self.store.replay_metadata(k.group, decoded, offset)
+            if self.loading:
+                self._load_group(k.group, decoded)
+
+    def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
+        """Replay the last record of each key, in log order of those records
+        (what compaction would leave: the same state as replaying every
+        record); offset commits take a fast path (`offsets/load.py`)."""
+        replay_latest(self, latest)
 
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
         self.loading = False
-        fx = Effects(now_ms)
+        fx = Effects(now_ms, self.next_seq)
         for group in self.store:
             for member in group.members.values():
                 fx.schedule(
@@ -255,6 +258,10 @@ class CoordinatorShard:
     def groups(self) -> list[ClassicGroup]:
         return list(self.store)
 
+    def persisted(self, group_id: str) -> Any:
+        """The group's last GroupMetadataValue in the log (None: none or tombstoned)."""
+        return self.store.persisted(group_id)
+
     def group_counts(self) -> dict[str, int]:
         """Groups by state (for metrics); every state is present."""
         counts = {state.value: 0 for state in S}
@@ -275,10 +282,17 @@ class CoordinatorShard:
             else:
                 self._timers.pop(str(op.key), None)
         token = None
-        if fx.continuations:
+        if fx.records or fx.marker is not None or fx.continuations:
             token = self._next_token
             self._next_token += 1
-            self._continuations[token] = list(fx.continuations)
+            self._writes[token] = _Write(
+                fx.first_seq,
+                list(fx.records),
+                None if fx.producer is None else fx.producer[0],
+                fx.marker,
+                list(fx.continuations),
+            )
+            self.next_seq = fx.first_seq + len(fx.records)
         timers = [
             Schedule(str(t.key), t.deadline_ms) if isinstance(t, Schedule) else Cancel(str(t.key))
             for t in fx.timers
@@ -294,34 +308,16 @@ class CoordinatorShard:
         )
 
     def _load_group(self, group_id: str, v: Any) -> None:
-        group = self.store.get_or_create(group_id)
-        fresh = ClassicGroup(group_id, offsets=group.offsets, pending_offsets=group.pending_offsets)
-        fresh.state = S.STABLE if v.members else S.EMPTY
-        fresh.state_timestamp = (
-            v.current_state_timestamp if v.current_state_timestamp >= 0 else None
-        )
-        fresh.generation = v.generation
-        fresh.protocol_type = v.protocol_type or None
-        fresh.protocol_name = v.protocol
-        fresh.leader_id = v.leader
-        for m in v.members:
-            member = Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.rebalance_timeout,
-                session_timeout_ms=m.session_timeout,
-                protocol_type=fresh.protocol_type or "",
-                protocols=[(v.protocol or "", m.subscription)],
-                assignment=m.assignment,
-            )
-            fresh.members[m.member_id] = member
-            if m.group_instance_id is not None:
-                fresh.static_members[m.group_instance_id] = m.member_id
-        fresh.subscribed_topics = fresh.compute_subscribed_topics()
-        fresh.persisted = v
-        self.store.groups[group_id] = fresh
+        """While loading: the group's transient state is what its record says."""
+        if v is not None:
+            self.store.groups[group_id] = ClassicGroup.from_record(group_id, v)
+            return
+        if self.store.get(group_id) is not None:
+            if self.offsets.committed(group_id):
+                self.store.groups[group_id] = ClassicGroup(group_id)
+            else:
+                self.store.remove(group_id)
+        self.offsets.forget_if_idle(group_id)
 
     def _group_error(self, group_id: str | None, request: Any) -> int | None:
         if group_id is None or (group_id == "" and not isinstance(request, _EMPTY_ID_OK)):
@@ -349,7 +345,7 @@ class CoordinatorShard:
                 error = E.REBALANCE_IN_PROGRESS
             fx.reply(rid, rs.SyncGroupResponse(error))
             return
-        membership.handle_sync_group(self.store, fx, rid, req)
+        sync.handle_sync_group(self.store, fx, rid, req)
 
     def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
         error = self._group_error(req.group_id, req)
@@ -358,14 +354,14 @@ class CoordinatorShard:
             ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
             fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
             return
-        membership.handle_heartbeat(self.store, fx, rid, req)
+        liveness.handle_heartbeat(self.store, fx, rid, req)
 
     def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
             fx.reply(rid, rs.LeaveGroupResponse(error))
             return
-        membership.handle_leave_group(self.store, fx, rid, req)
+        leave.handle_leave_group(self.store, fx, rid, req)
 
     def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
         error = self._group_error(req.group_id, req)
@@ -390,15 +386,7 @@ class CoordinatorShard:
         """Offset records of a transaction still open at the end of the log
         (load path): pending, as they were before the restart."""
         for key, (offset, value) in latest.items():
-            fields = offset_commit_key_fields(key)
-            if fields is None or value is None:
-                continue
-            group_id, topic, partition = fields
-            group = self.store.get_or_create(group_id)
-            group.txn_offsets.setdefault(producer_id, {})[(topic, partition)] = CommittedOffset(
-                *offset_commit_value_fields(value), offset
-            )
-            self.offsets.next_seq = max(self.offsets.next_seq, offset + 1)
+            self.replay(key, value, offset, producer_id)
 
     def _fetch(self, fx: Effects, rid: int, req: rq.OffsetFetch) -> None:
         out = []
@@ -453,24 +441,8 @@ class CoordinatorShard:
             out.append(rs.DeletedGroup(gid, error))
         if len(fx.records) == appended:
             fx.reply(rid, rs.DeleteGroupsResponse(tuple(out)))
-            return
-
-        def answer(error: int, fx2: Effects) -> None:
-            # a failed append undid the deletions: say so instead of NONE
-            failed = E.append_error_to_client(error)
-            fx2.reply(
-                rid,
-                rs.DeleteGroupsResponse(
-                    tuple(
-                        rs.DeletedGroup(
-                            d.group_id, failed if d.error_code == E.NONE else d.error_code
-                        )
-                        for d in out
-                    )
-                ),
-            )
-
-        fx.after_durable(answer)
+        else:
+            fx.after_durable(partial(_groups_deleted, rid, tuple(out)))
 
     def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
         error = self._group_error(req.group_id, req)
@@ -481,34 +453,45 @@ class CoordinatorShard:
         resp = self.offsets.offset_delete(fx, req)
         if len(fx.records) == appended:
             fx.reply(rid, resp)
-            return
+        else:
+            fx.after_durable(partial(_offsets_deleted, rid, resp))
 
-        def answer(error: int, fx2: Effects) -> None:
-            if error == E.NONE:
-                fx2.reply(rid, resp)
-                return
-            failed = E.append_error_to_client(error)
-            fx2.reply(
-                rid,
-                dataclasses.replace(
-                    resp,
-                    topics=tuple(
-                        rs.TopicErrors(
-                            t.name,
-                            tuple(
-                                rs.PartitionError(
-                                    p.partition_index,
-                                    failed if p.error_code == E.NONE else p.error_code,
-                                )
-                                for p in t.partitions
-                            ),
-                        )
-                        for t in resp.topics
-                    ),
-                ),
+
+def _groups_deleted(
+    rid: int, deleted: tuple[rs.DeletedGroup, ...], error: int, fx: Effects
+) -> None:
+    """DeleteGroups' records are durable, or failed: then nothing was deleted."""
+    failed = E.append_error_to_client(error)
+    fx.reply(
+        rid,
+        rs.DeleteGroupsResponse(
+            tuple(
+                rs.DeletedGroup(d.group_id, failed if d.error_code == E.NONE else d.error_code)
+                for d in deleted
             )
+        ),
+    )
 
-        fx.after_durable(answer)
+
+def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Effects) -> None:
+    """OffsetDelete's tombstones are durable, or failed: then nothing was deleted."""
+    if error == E.NONE:
+        fx.reply(rid, resp)
+        return
+    failed = E.append_error_to_client(error)
+    topics = tuple(
+        rs.TopicErrors(
+            t.name,
+            tuple(
+                rs.PartitionError(
+                    p.partition_index, failed if p.error_code == E.NONE else p.error_code
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in resp.topics
+    )
+    fx.reply(rid, dataclasses.replace(resp, topics=topics))
 
 
 _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
@@ -532,11 +515,14 @@ def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ..
     committed offsets (without record positions). Equal for a live shard and
     for a fresh shard that replayed everything the live one wrote."""
     out: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-    for group in shard.groups():
+    for group_id in set(shard.store.records) | set(shard.offsets.groups):
+        found = shard.offsets.of(group_id)
+        committed = {} if found is None else found.committed
         offsets = tuple(
             (tp, c.offset, c.leader_epoch, c.metadata, c.commit_timestamp, c.expire_timestamp)
-            for tp, c in sorted(group.offsets.items())
+            for tp, c in sorted(committed.items())
         )
-        if group.persisted is not None or offsets:
-            out[group.group_id] = (group.persisted, offsets)
+        persisted = shard.store.persisted(group_id)
+        if persisted is not None or offsets:
+            out[group_id] = (persisted, offsets)
     return out

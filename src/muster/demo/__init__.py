@@ -7,6 +7,8 @@ data source; the rebalance/lag analytics write Parquet tables and an HTML
 report.
 """
 
-from muster.demo.scenario import run
+from muster._lazy import lazy_exports
 
-__all__ = ["run"]
+_EXPORTS = {"run": "muster.demo.scenario"}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

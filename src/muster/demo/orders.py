@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.progress import Progress
 
-from muster.demo.settings import EVENTS, PARTITIONS, TOPIC, TRICKLE_PER_SECOND
+from muster.demo.settings import EVENTS, PARTITIONS, TOPIC, TRICKLE_PER_SECOND, client_config
 
 
 def _order(i: int) -> tuple[bytes, bytes]:
@@ -22,7 +22,7 @@ def _order(i: int) -> tuple[bytes, bytes]:
 
 
 def create_topic(bootstrap: str, console: Console) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client_config(bootstrap))
     fut = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC]
     try:
         fut.result(15)
@@ -34,7 +34,7 @@ def create_topic(bootstrap: str, console: Console) -> None:
 
 
 def produce_burst(bootstrap: str, console: Console) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    producer = Producer(client_config(bootstrap, **{"linger.ms": 5, "acks": "all"}))
     errors: list[Any] = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("producing orders (acks=all, fsynced)", total=EVENTS)
@@ -59,7 +59,7 @@ class OrderTrickle:
     def __init__(self, bootstrap: str) -> None:
         self.produced = 0
         self.failed = 0
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+        self._producer = Producer(client_config(bootstrap, **{"linger.ms": 20, "acks": "all"}))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="order-trickle", daemon=True)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +21,7 @@ from muster.demo.orders import OrderTrickle, create_topic, produce_burst
 from muster.demo.settings import GROUP, PARTITIONS, SPARK_GROUP, TOPIC
 from muster.demo.story import rebalance_story
 from muster.embedded.thread import BrokerThread
+from muster.server.startup import DataDirLock, bind_listener
 
 
 class _Assigned(Protocol):
@@ -37,14 +41,25 @@ def _wait(cond: Callable[[], bool], timeout: float) -> bool:
     return cond()
 
 
-def _assignment_table(title: str, members: Sequence[_Assigned]) -> Table:
-    table = Table(title=title)
+def _show(console: Console, title: str, table: Table) -> None:
+    # A heading line, not a table title: rich wraps a title to the table's
+    # width, which broke short tables' titles over two lines.
+    console.print(f"[bold]{title}[/]")
+    console.print(table)
+
+
+def _assignment_table(members: Sequence[_Assigned]) -> Table:
+    table = Table()
     table.add_column("member")
     table.add_column("partitions")
     table.add_column("consumed", justify="right")
     for m in members:
         table.add_row(m.name, ", ".join(map(str, m.current)) or "-", str(m.consumed))
     return table
+
+
+def _consuming(members: Sequence[_Assigned]) -> bool:
+    return all(m.consumed > 0 for m in members if m.current)
 
 
 def _covered(members: Sequence[_Assigned]) -> bool:
@@ -57,18 +72,22 @@ def churn_group(bootstrap: str, console: Console) -> None:
     members: list[_Assigned] = [Member(f"member-{i}", bootstrap).start() for i in range(3)]
     # group.initial.rebalance.delay.ms (3 s by default) lets all three join one rebalance
     _wait(lambda: _covered(members) and all(m.current for m in members), 60)
-    console.print(_assignment_table(f"group {GROUP}: 3 members formed one group", members))
+    # the orders are waiting in the topic: show the members reading them, not
+    # the instant before their first fetch
+    _wait(lambda: _consuming(members), 30)
+    _show(console, f"group {GROUP}: 3 members formed one group", _assignment_table(members))
 
     doomed = MemberProcess("member-3", bootstrap)
     members.append(doomed)
     _wait(lambda: _covered(members) and bool(doomed.current), 60)
-    console.print(_assignment_table("a 4th member (its own process) joined", members))
+    _wait(lambda: _consuming(members), 30)
+    _show(console, "a 4th member (its own process) joined", _assignment_table(members))
 
     leaving = members.pop(0)
     assert isinstance(leaving, Member)
     leaving.leave()
     _wait(lambda: _covered(members), 60)
-    console.print(_assignment_table(f"{leaving.name} left the group cleanly", members))
+    _show(console, f"{leaving.name} left the group cleanly", _assignment_table(members))
 
     console.print(
         f"[bold red]kill -9[/] {doomed.name}: its partitions move once its session expires"
@@ -81,16 +100,18 @@ def churn_group(bootstrap: str, console: Console) -> None:
         f"the survivors took over {doomed.name}'s partitions "
         f"{time.monotonic() - killed_at:.1f} s after the kill"
     )
-    console.print(_assignment_table(f"{doomed.name} was killed", survivors))
+    _show(console, f"{doomed.name} was killed", _assignment_table(survivors))
     for m in survivors:
         assert isinstance(m, Member)
         m.leave()
 
-    table = Table(title="why the group rebalanced (from __muster_group_events)")
-    table.add_column("rebalance")
-    for line in rebalance_story(bootstrap):
-        table.add_row(line)
-    console.print(table)
+    table = Table()
+    for column in ("gen", "members", "caused by", "took", "the join waited for"):
+        right = column in ("gen", "members", "took")
+        table.add_column(column, justify="right" if right else "left")
+    for row in rebalance_story(bootstrap):
+        table.add_row(*row)
+    _show(console, "why the group rebalanced (from __muster_group_events)", table)
 
 
 def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
@@ -104,12 +125,12 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
     try:
         with console.status("Spark Structured Streaming: orders topic -> Parquet"):
             result = run_revenue_job(spark, bootstrap, out_dir / "pipeline")
-        table = Table(title=f"revenue by customer (top 5 of {result.orders} orders)")
+        table = Table()
         for column in ("customer", "orders", "revenue"):
             table.add_column(column, justify="left" if column == "customer" else "right")
         for customer, orders, revenue in result.top_customers:
             table.add_row(customer, str(orders), str(revenue))
-        console.print(table)
+        _show(console, f"revenue by customer (top 5 of {result.orders} orders)", table)
         console.print(
             f"the streaming job read {result.orders} orders in {result.batches} micro-batches "
             f"into {result.orders_path}; it committed its progress to group {SPARK_GROUP}"
@@ -122,8 +143,17 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
         spark.stop()
 
 
-def run(config: BrokerConfig, keep_serving: bool, out_dir: Path = Path("muster-demo")) -> None:
+def run(
+    config: BrokerConfig,
+    keep_serving: bool,
+    out_dir: Path = Path("muster-demo"),
+    keep_data: bool = False,
+) -> None:
     console = Console()
+    # Refuse a taken port before touching the data directory (StartupError).
+    host, port = config.listen
+    bind_listener(host, port).close()
+    console.print(fresh_data_dir(config.data_dir, keep_data), soft_wrap=True)
     broker = BrokerThread(config).start()
     bootstrap = broker.bootstrap
     console.print(f"[bold green]muster is serving[/] on {bootstrap}, data in {config.data_dir}/")
@@ -139,15 +169,23 @@ def run(config: BrokerConfig, keep_serving: bool, out_dir: Path = Path("muster-d
         finally:
             trickle.stop()
         console.print(f"{trickle.produced} more orders were produced while the group churned")
-        run_spark_stage(bootstrap, out_dir, console)
-        console.print(
-            "\nLook further:\n"
-            f"  open {out_dir}/analysis/report.html   (rebalances by cause, lag curves)\n"
-            f"  .venv/bin/muster groups explain {GROUP} -b {bootstrap}\n"
-            f"  .venv/bin/muster groups describe {SPARK_GROUP} -b {bootstrap}\n"
-            f"  .venv/bin/muster analyze --bootstrap {bootstrap} --out {out_dir}/analysis\n"
-            f"  .venv/bin/muster consume {TOPIC} --offset earliest --max-messages 5 -b {bootstrap}"
-        )
+        spark_log = out_dir / "spark.log"
+        console.print(f"Spark's own log goes to {spark_log}", soft_wrap=True)
+        with stderr_to(spark_log):
+            run_spark_stage(bootstrap, out_dir, console)
+        look_further = [
+            ("the report: rebalances by cause, lag curves", f"open {out_dir}/analysis/report.html"),
+            ("the last rebalances in plain words", f"muster groups explain {GROUP} -b {bootstrap}"),
+            ("the Spark job's group", f"muster groups describe {SPARK_GROUP} -b {bootstrap}"),
+            (
+                "the analytics again",
+                f"muster analyze --bootstrap {bootstrap} --out {out_dir}/analysis",
+            ),
+            ("the orders", f"muster consume {TOPIC} --max-messages 5 -b {bootstrap}"),
+        ]
+        console.print("\n[bold]Look further[/] (muster is .venv/bin/muster):")
+        for what, command in look_further:
+            console.print(f"  {what}:\n    {command}", soft_wrap=True)
         if keep_serving:
             console.print("\nThe broker keeps serving; Ctrl-C stops it.")
             threading.Event().wait()
@@ -156,3 +194,49 @@ def run(config: BrokerConfig, keep_serving: bool, out_dir: Path = Path("muster-d
     finally:
         broker.stop()
         console.print("muster stopped")
+
+
+DEMO_MARKER = ".muster-demo"
+
+
+def fresh_data_dir(data_dir: Path, keep: bool) -> str:
+    """Empties a data directory an earlier demo made, so each run tells its own
+    story; keeps it with keep=True, and never deletes one the demo did not make.
+    Returns the line that says which happened."""
+    if data_dir.exists():
+        # a broker still running on it (say an earlier demo with --keep-serving)
+        # holds the lock: refuse rather than pull its data from under it
+        DataDirLock(data_dir).acquire().release()
+    if keep and data_dir.exists():
+        return (
+            f"keeping {data_dir}/ from the earlier run (--keep-data): its orders and "
+            "rebalances are part of this run's story; without --keep-data the demo starts fresh"
+        )
+    if data_dir.exists() and not (data_dir / DEMO_MARKER).exists():
+        return (
+            f"{data_dir}/ holds data the demo did not make, so the demo keeps it and its "
+            "tables include that data; for a fresh run pass --data-dir NEW_DIR"
+        )
+    fresh = "starting from an empty"
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+        fresh = "removed the earlier demo run's data: starting from an empty"
+    data_dir.mkdir(parents=True)
+    (data_dir / DEMO_MARKER).write_text("made by `muster demo`, which empties it on its next run\n")
+    return f"{fresh} {data_dir}/ (--keep-data keeps an earlier run's data)"
+
+
+@contextlib.contextmanager
+def stderr_to(path: Path) -> Iterator[None]:
+    """Sends file descriptor 2 to PATH meanwhile. The Spark JVM started inside
+    inherits it, so its warnings land in the file, not in the demo's output."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -1,5 +1,19 @@
 """Names and sizes the demo's parts share."""
 
+import logging
+
+# librdkafka writes its own log lines (reconnects, "Purging unserved events"
+# at shutdown) straight to stderr, into the middle of the demo's tables; the
+# demo's clients report failures through their results instead.
+QUIET = logging.getLogger("muster.demo.librdkafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
+
+def client_config(bootstrap: str, **settings: object) -> dict[str, object]:
+    """confluent-kafka settings every demo client starts from."""
+    return {"bootstrap.servers": bootstrap, "logger": QUIET, **settings}
+
 TOPIC = "demo.orders"
 GROUP = "demo-analytics"
 SPARK_GROUP = "demo-spark-revenue"
@@ -13,7 +27,7 @@ MEMBER_SESSION_TIMEOUT_MS = 6000
 def member_config(bootstrap: str, group: str, name: str) -> dict[str, object]:
     """confluent-kafka settings of every demo group member, thread or process."""
     return {
-        "bootstrap.servers": bootstrap,
+        **client_config(bootstrap),
         "group.id": group,
         "client.id": name,
         "auto.offset.reset": "earliest",

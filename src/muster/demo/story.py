@@ -8,20 +8,17 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from muster.coordinator.events import EVENTS_TOPIC
-from muster.demo.settings import GROUP
+from muster.demo.settings import GROUP, client_config
 
 
-def rebalance_story(bootstrap: str) -> list[str]:
-    """One line per completed rebalance of the demo group, with its causes."""
+def rebalance_story(bootstrap: str) -> list[tuple[str, str, str, str, str]]:
+    """One row per completed rebalance of the demo group: generation, members,
+    causes, duration, what the join waited for."""
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "muster-demo-reader",
-            "enable.auto.commit": False,
-        }
+        client_config(bootstrap, **{"group.id": "muster-demo-reader", "enable.auto.commit": False})
     )
     consumer.assign([TopicPartition(EVENTS_TOPIC, 0, 0)])
-    lines: list[str] = []
+    lines: list[tuple[str, str, str, str, str]] = []
     try:
         _low, high = consumer.get_watermark_offsets(TopicPartition(EVENTS_TOPIC, 0), timeout=10)
         seen = 0
@@ -35,11 +32,14 @@ def rebalance_story(bootstrap: str) -> list[str]:
                     continue
                 event: dict[str, Any] = json.loads(msg.value())
                 if event["type"] == "RebalanceCompleted":
-                    causes = ", ".join(event["causes"]) or "?"
                     lines.append(
-                        f"generation {event['generation']}: {event['member_count']} members, "
-                        f"caused by {causes}, took {event['duration_ms']} ms "
-                        f"(join waited for {event['waited_for']})"
+                        (
+                            str(event["generation"]),
+                            str(event["member_count"]),
+                            "\n".join(event["causes"]) or "?",
+                            f"{event['duration_ms']:,} ms",
+                            str(event["waited_for"]).replace("_", " "),
+                        )
                     )
     finally:
         consumer.close()

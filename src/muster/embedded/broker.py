@@ -92,16 +92,20 @@ class Broker:
         self._own_dir: str | None = None
         if mode == "process" or (storage == "disk" and data_dir is None):
             self._own_dir = tempfile.mkdtemp(prefix="muster-")
-        base = Path(self._own_dir or ".")
         self.data_dir: Path | None = None
         if storage == "disk":
-            self.data_dir = Path(data_dir) if data_dir is not None else base / "data"
-        self.log_path = base / "muster-broker.log"
+            self.data_dir = Path(data_dir) if data_dir is not None else self._dir() / "data"
+        # a thread broker logs through the logging module, in this process
+        self.log_path = self._dir() / "muster-broker.log" if mode == "process" else None
         # A process broker needs its port before it starts; a thread broker binds
         # port 0 itself. Either way a restart comes back on the same port.
         self.port = port if port or mode == "thread" else _free_port(host)
         self._thread: Any = None
         self._proc: subprocess.Popen[bytes] | None = None
+
+    def _dir(self) -> Path:
+        assert self._own_dir is not None
+        return Path(self._own_dir)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -149,7 +153,7 @@ class Broker:
         for name, value in settings.items():
             shown = str(value).lower() if isinstance(value, bool) else value
             argv += ["--set", f"{name}={shown}"]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        assert self.log_path is not None
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout
@@ -241,7 +245,7 @@ class Broker:
 
     def log_text(self) -> str:
         """What the broker process wrote (mode='process')."""
-        if not self.log_path.exists():
+        if self.log_path is None or not self.log_path.exists():
             return ""
         return self.log_path.read_text(errors="replace")
 

@@ -25,9 +25,10 @@ from typing import Any
 
 from muster.log.cleaner import CleanStats
 from muster.log.config import InvalidConfigError, LogConfig
+from muster.log.files import fsync_dir
 from muster.log.memory_log import MemoryLog
 from muster.log.port import LogError, PartitionLog
-from muster.log.segment_log import SegmentLog, fsync_dir
+from muster.log.segment_log import SegmentLog
 
 METADATA_FILE = "topics.json"
 logger = logging.getLogger(__name__)

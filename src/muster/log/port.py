@@ -11,23 +11,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from muster.log.config import LogConfig
 
-class LogError(Exception):
+# bad batches are the record layer's errors; re-exported for the log's users
+from muster.records.errors import (
+    CodedError,
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordTooLargeError,
+)
+
+__all__ = [
+    "AppendInfo",
+    "CodedError",
+    "CorruptRecordError",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "InvalidTxnStateError",
+    "LogError",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "PartitionLog",
+    "RecordTooLargeError",
+]
+
+
+class LogError(CodedError):
     """Base of storage errors; each maps to one Kafka error code."""
-
-    error_code: int = -1  # UNKNOWN_SERVER_ERROR
-
-
-class CorruptRecordError(LogError):
-    error_code = 2  # CORRUPT_MESSAGE
-
-
-class InvalidRecordError(LogError):
-    error_code = 87  # INVALID_RECORD
-
-
-class RecordTooLargeError(LogError):
-    error_code = 10  # MESSAGE_TOO_LARGE
 
 
 class OutOfOrderSequenceError(LogError):
@@ -70,6 +80,7 @@ class AppendInfo:
 class PartitionLog(Protocol):
     topic: str
     partition: int
+    config: LogConfig
 
     @property
     def log_start_offset(self) -> int: ...

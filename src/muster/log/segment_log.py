@@ -32,25 +32,25 @@ from pathlib import Path
 from muster.log.append import append_end_marker, prepare_append
 from muster.log.cleaner import CleanStats, clean_segment_log
 from muster.log.config import LogConfig
+from muster.log.files import fsync_dir, fsync_file, read_json
 from muster.log.port import (
     AppendInfo,
     OffsetOutOfRangeError,
     StorageError,
+    UnreadableLogError,
 )
+from muster.log.producer_recovery import PRODUCER_SNAPSHOT, ProducerRecovery
 from muster.log.producer_state import ProducerStateManager
-from muster.log.recovery import (
-    PRODUCER_SNAPSHOT,
-    ROLL_SNAPSHOT,
-    START_OFFSET_FILE,
-    LogRecovery,
-    fsync_dir,
-    fsync_file,
-)
 from muster.log.segment import Segment, segment_name
 from muster.records.batch import decode_batch
 
+# the log start offset DeleteRecords moved into a segment (Kafka's
+# log-start-offset-checkpoint), when it is above the first segment's base
+START_OFFSET_FILE = "log-start-offset.json"
+TEMP_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
 
-class SegmentLog(LogRecovery):
+
+class SegmentLog(ProducerRecovery):
     def __init__(
         self,
         directory: Path,
@@ -85,6 +85,101 @@ class SegmentLog(LogRecovery):
         if created:
             fsync_dir(self.directory.parent)
         self._load(clean_shutdown, now_ms)
+
+    # ------------------------------------------------------------ loading
+
+    def _read_start_floor(self) -> int:
+        """The DeleteRecords floor. The file is replaced atomically (fsynced
+        temp file, rename), so a crash never tears it: unreadable means the
+        disk damaged it, and reading on from 0 would serve deleted records
+        again, so the log refuses to open instead."""
+        path = self.directory / START_OFFSET_FILE
+        if not path.exists():
+            return 0
+        doc = read_json(path)
+        value = doc.get("log_start_offset") if doc else None
+        if not isinstance(value, int) or value < 0:
+            raise UnreadableLogError(
+                f"{path} is damaged, so the log start of {self.topic}-{self.partition} "
+                "(records deleted by DeleteRecords) is unknown. Restore the file, or "
+                "delete it to serve the partition from its first segment again."
+            )
+        return value
+
+    def _load(self, clean_shutdown: bool, now_ms: int) -> None:
+        self._start_floor = self._read_start_floor()
+        logs = {p.stem for p in self.directory.glob("*.log")}
+        for path in self.directory.iterdir():
+            if path.name.endswith(TEMP_SUFFIXES) or (
+                path.suffix in (".index", ".timeindex") and path.stem not in logs
+            ):
+                path.unlink()
+        bases = sorted(int(stem) for stem in logs if stem.isdigit())
+        interval = self.config.index_interval_bytes
+        segments: list[Segment] = []
+        for i, base in enumerate(bases):
+            seg = Segment(self.directory, base, interval)
+            last = i == len(bases) - 1
+            start = 0
+            if (clean_shutdown or not last) and seg.load_indexes() and seg.idx_positions:
+                start = seg.idx_positions[-1]
+                seg.max_ts = seg.time_ts[-1] if seg.time_ts else -1
+                seg.max_ts_offset = seg.time_offsets[-1] if seg.time_offsets else -1
+                first = next(seg.iter_headers(0))
+                seg.rolling_ts = first.max_timestamp
+                seg.batches = 1
+                seg.bytes_since_index = 0
+            else:
+                seg.reset_indexes()
+                seg.drop_index_files()
+            if segments and base < segments[-1].next_offset:
+                # overlaps its predecessor (a crash mid-roll after truncation): drop it
+                seg.close()
+                seg.delete()
+                self.recovered_truncations += 1
+                self._delete_files(bases[i + 1 :])
+                break
+            end, _ = seg.recover(start, check_crc=True)
+            if seg.time_offsets and seg.time_offsets[-1] >= seg.next_offset:
+                # a time index newer than the data it indexes: rebuild it
+                seg.reset_indexes()
+                seg.drop_index_files()
+                start = 0
+                end, _ = seg.recover(0, check_crc=True)
+            if start == 0:
+                seg.idx_written = seg.time_written = 0  # rebuilt: rewrite the files
+                if end == seg.size:
+                    seg.write_indexes()
+            seg.created_ms = seg.rolling_ts if seg.rolling_ts >= 0 else now_ms
+            segments.append(seg)
+            if end < seg.size:
+                seg.truncate_to(end)
+                self.recovered_truncations += 1
+                self._delete_files(bases[i + 1 :])
+                break
+        if not segments:
+            seg = Segment(self.directory, 0, interval)
+            seg.created_ms = now_ms
+            segments.append(seg)
+            self._dir_version += 1
+        for seg in segments:
+            seg.flushed_size = seg.size
+        if not clean_shutdown:  # what survived a crash may sit only in the page cache
+            for seg in segments[-2:]:
+                if seg.size:
+                    os.fsync(seg.fd)
+        self._set_view(segments)
+        self._end = max(segments[-1].next_offset, segments[-1].base_offset)
+        self._flushed = self._end
+        self._load_producer_state(segments, clean_shutdown)
+
+    def _set_view(self, segments: list[Segment] | tuple[Segment, ...]) -> None:
+        self._view = (tuple(segments), tuple(s.base_offset for s in segments))
+
+    def _delete_files(self, bases: list[int]) -> None:
+        for base in bases:
+            for suffix in (".log", ".index", ".timeindex"):
+                (self.directory / segment_name(base, suffix)).unlink(missing_ok=True)
 
     # ------------------------------------------------------------ port
 
@@ -265,15 +360,6 @@ class SegmentLog(LogRecovery):
             self._dir_version += 1
             self._set_view((*self._view[0], seg))
         return seg
-
-    def _write_roll_snapshot(self, offset: int) -> None:
-        """Producer state as of `offset` (everything before it is appended)."""
-        self.producers.prune(self.log_start_offset)
-        path = self.directory / segment_name(offset, ROLL_SNAPSHOT)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"end_offset": offset, **self.producers.to_json()}))
-        os.replace(tmp, path)
-        self._unsynced_snapshots.append(path)
 
     def roll(self, now_ms: int = 0) -> None:
         """Closes the active segment if it holds data (tests, admin)."""

@@ -190,6 +190,11 @@ def subscription_version(data: bytes | memoryview) -> int:
     return _read_version(data, "subscription")
 
 
+def assignment_version(data: bytes | memoryview) -> int:
+    """The version an assignment was written with (may exceed 3)."""
+    return _read_version(data, "assignment")
+
+
 def decode_subscription(data: bytes | memoryview) -> Subscription:
     version = _read_version(data, "subscription")
     read_as = min(version, HIGHEST_VERSION)
@@ -204,6 +209,37 @@ def decode_subscription(data: bytes | memoryview) -> Subscription:
         generation_id=getattr(e, "generation_id", -1),
         rack_id=getattr(e, "rack_id", None),
     )
+
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+def subscription_topics(data: bytes | memoryview) -> tuple[str, ...] | None:
+    """The subscribed topics in wire order, or None when the bytes are not a
+    subscription.
+
+    What a group coordinator needs, read as Kafka's classic coordinator does:
+    only the prefix every version shares (version, topics), so it is fast
+    and tolerates what follows (newer versions, clients that send no user
+    data at all)."""
+    try:
+        (version,) = _INT16.unpack_from(data, 0)
+        (count,) = _INT32.unpack_from(data, 2)
+        if version < LOWEST_VERSION or count < 0 or count > len(data):
+            return None
+        pos = 6
+        topics = []
+        for _ in range(count):
+            (n,) = _INT16.unpack_from(data, pos)
+            pos += 2
+            if n < 0 or pos + n > len(data):
+                return None
+            topics.append(bytes(data[pos : pos + n]).decode("utf-8"))
+            pos += n
+        return tuple(topics)
+    except (struct.error, UnicodeDecodeError):
+        return None
 
 
 def encode_assignment(a: Assignment, version: int = HIGHEST_VERSION) -> bytes:

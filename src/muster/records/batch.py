@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from muster.log.port import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from muster.records import compression
+from muster.records.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 
-from muster.log.port import CorruptRecordError
 from muster.records.batch import (
     NO_SEQUENCE,
     Record,
@@ -18,6 +17,7 @@ from muster.records.batch import (
     decode_records,
     read_header,
 )
+from muster.records.errors import CorruptRecordError
 
 ABORT = 0
 COMMIT = 1

@@ -10,7 +10,6 @@ inline (a function call per varint was most of the old scanner's time).
 
 from __future__ import annotations
 
-from muster.log.port import CorruptRecordError, PartitionLog
 from muster.records import compression
 from muster.records.batch import (
     COMPRESSION_MASK,
@@ -22,9 +21,9 @@ from muster.records.batch import (
     TRANSACTIONAL_MASK,
     zigzag_decode,
 )
+from muster.records.errors import CorruptRecordError
 
 Latest = dict[bytes, tuple[int, bytes | None]]
-LOAD_CHUNK = 8 << 20
 
 
 class TxnReplay:
@@ -192,17 +191,3 @@ def _scan(
             latest[key] = (base + delta, value)
     except IndexError as exc:
         raise CorruptRecordError("truncated record") from exc
-
-
-def collect_log(plog: PartitionLog, txns: TxnReplay | None = None) -> Latest:
-    """The last record of each key in a whole partition log, read in chunks
-    of LOAD_CHUNK bytes (a coordinator's load path)."""
-    latest: Latest = {}
-    offset, end = plog.log_start_offset, plog.log_end_offset
-    while offset < end:
-        # batches whose records were all compacted away still move us on
-        after = collect_latest(plog.read(offset, LOAD_CHUNK), offset, latest, txns)
-        if after <= offset:
-            break  # nothing whole to read (a read returns at least one batch)
-        offset = after
-    return latest

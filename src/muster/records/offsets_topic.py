@@ -11,6 +11,10 @@ kafka-console-consumer's offsets formatter) read exactly this.
 |---|---|---|
 | OffsetCommit | 0, 1 (we write 1) | 0-3 (we write 3; 1 when an expire timestamp is set) |
 | GroupMetadata | 2 | 0-3 (we write 3) |
+| ConsumerGroup* (KIP-848) | 3-8, 16 | 0, flexible (`consumer_group_records`) |
+
+Schemas with `flexible_from` set use Kafka's flexible encoding from that
+version on (compact lengths, tagged fields): see `flexible.py`.
 
 A tombstone is a key with a null value (a deletion in the compacted topic).
 """
@@ -21,6 +25,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from muster.records.flexible import Codec, FlexibleFormatError
 
 # --------------------------------------------------------------------------
 # Typed records (plain data)
@@ -71,7 +77,8 @@ class GroupMetadataValue:
 
 # --------------------------------------------------------------------------
 # THE schema table: (field, type, first version, last version or None, default)
-# Types: int8, int16, int32, int64, string, nullable_string, bytes, [Schema name].
+# Types: int8, int16, int32, int64, string, nullable_string, bytes, [Schema name];
+# flexible schemas also uuid, [int32]/[string]/[uuid], {Schema name} (flexible.py).
 
 Field = tuple[str, str, int, int | None, Any]
 
@@ -83,6 +90,11 @@ class Schema:
     min_version: int
     max_version: int
     fields: tuple[Field, ...]
+    flexible_from: int | None = None  # Kafka's "flexibleVersions": "N+"
+    tags: tuple[tuple[str, int], ...] = ()  # tagged fields: (field, tag)
+
+    def flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
 
 
 SCHEMAS: dict[str, Schema] = {
@@ -156,6 +168,8 @@ SCHEMAS: dict[str, Schema] = {
 for _schema in SCHEMAS.values():
     assert [f[0] for f in _schema.fields] == list(_schema.cls.__dataclass_fields__), _schema.name
 
+_FLEXIBLE = Codec(SCHEMAS)
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -204,6 +218,9 @@ def _reader(name: str, version: int) -> _Reader:
     if key in _READERS:
         return _READERS[key]
     schema = SCHEMAS[name]
+    if schema.flexible(version):
+        _READERS[key] = _FLEXIBLE.reader(name, version)
+        return _READERS[key]
     ns = _namespace()
     ns["_cls"] = schema.cls
     body = ["def read(buf, pos, end):"]
@@ -276,6 +293,9 @@ def _writer(name: str, version: int) -> _Writer:
     if key in _WRITERS:
         return _WRITERS[key]
     schema = SCHEMAS[name]
+    if schema.flexible(version):
+        _WRITERS[key] = _FLEXIBLE.writer(name, version)
+        return _WRITERS[key]
     ns = _namespace()
     body = ["def write(out, obj):"]
     for f in schema.fields:
@@ -325,7 +345,7 @@ def encode(schema_name: str, obj: Any, version: int) -> bytes:
     out = bytearray(_pack_version(version))
     try:
         write(out, obj)
-    except struct.error as exc:
+    except (struct.error, FlexibleFormatError) as exc:
         raise RecordFormatError(f"{schema_name} v{version}: {exc}") from exc
     return bytes(out)
 
@@ -344,7 +364,7 @@ def decode(schema_name: str, data: bytes) -> tuple[int, Any]:
                 raise RecordFormatError(f"{schema_name} has no version {version}")
             read = _reader(schema_name, version)
         obj, pos = read(data, 2, end)
-    except (struct.error, UnicodeDecodeError) as exc:
+    except (struct.error, UnicodeDecodeError, FlexibleFormatError) as exc:
         raise RecordFormatError(f"{schema_name}: {exc}") from exc
     if pos != end:
         raise RecordFormatError(f"{end - pos} trailing bytes after {schema_name}")

@@ -6,8 +6,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from muster.server.handlers import acls as a
 from muster.server.handlers import configs as c
 from muster.server.handlers import groups as g
+from muster.server.handlers import sasl as s
 from muster.server.handlers import transactions as t
 from muster.server.handlers.api_versions import handle_api_versions
 from muster.server.handlers.delete_records import handle_delete_records
@@ -45,6 +47,15 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(2, "ListOffsets", 0, 8, handle_list_offsets),
     ApiEntry(3, "Metadata", 0, 12, handle_metadata),
     ApiEntry(18, "ApiVersions", 0, 3, handle_api_versions),
+    ApiEntry(29, "DescribeAcls", 1, 3, a.handle_describe_acls),
+    ApiEntry(30, "CreateAcls", 1, 3, a.handle_create_acls, serial=True),
+    ApiEntry(31, "DeleteAcls", 1, 3, a.handle_delete_acls, serial=True),
+    ApiEntry(17, "SaslHandshake", 0, 1, s.handle_sasl_handshake, serial=True),
+    ApiEntry(36, "SaslAuthenticate", 0, 2, s.handle_sasl_authenticate, serial=True),
+    ApiEntry(50, "DescribeUserScramCredentials", 0, 0, s.handle_describe_user_scram_credentials),
+    ApiEntry(
+        51, "AlterUserScramCredentials", 0, 0, s.handle_alter_user_scram_credentials, serial=True
+    ),
     ApiEntry(19, "CreateTopics", 2, 7, handle_create_topics, serial=True),
     ApiEntry(20, "DeleteTopics", 1, 6, handle_delete_topics, serial=True),
     ApiEntry(21, "DeleteRecords", 0, 2, handle_delete_records, serial=True),

@@ -8,9 +8,13 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
+from muster.security.principal import NoMatchingRule
+from muster.security.session import Session
+from muster.security.tls import peer_principal
 from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
@@ -20,7 +24,8 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.metrics import BrokerMetrics
-from muster.server.startup import DataDirLock, StartupError, bind_listener
+from muster.server.security import BrokerSecurity, ServedListener
+from muster.server.startup import DataDirLock, StartupError, bind_listener, listen_failed
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
@@ -34,7 +39,8 @@ class Broker:
         self.config = config
         self.table = build_table(extra_apis)
         self.state: BrokerState | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self.ports: dict[str, int] = {}  # listener name -> bound port
         self._connections: set[asyncio.Task[None]] = set()
         self._live: dict[asyncio.Task[None], Connection] = {}
         self.admission = Admission(self.config)
@@ -45,14 +51,21 @@ class Broker:
         self.metrics: BrokerMetrics | None = None
         self.metrics_port: int | None = None
         self._lock: DataDirLock | None = None
+        self.security: BrokerSecurity | None = None
 
     async def start(self) -> None:
         """Binds, then opens storage; a StartupError leaves nothing bound or locked."""
-        host, port = self.config.listen
+        # Settings first (listeners, TLS files, SASL, the authorizer): a bad one
+        # fails before anything is bound or written.
+        security = BrokerSecurity(
+            self.config, None if self.config.in_memory else self.config.data_dir
+        )
         # Bind before touching the disk: a broker that cannot listen must not
         # leave a data directory (or 50 partition folders) behind.
-        sock = bind_listener(host, port)
+        socks: list = []
         try:
+            for served in security.served:
+                socks.append(bind_listener(served.listener.host or "0.0.0.0", served.listener.port))
             self.metrics = BrokerMetrics()
             try:
                 self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
@@ -62,22 +75,45 @@ class Broker:
                     f"{os.strerror(exc.errno) if exc.errno else exc}.\n"
                     "Choose a free port (--set muster.metrics.listen=HOST:PORT)."
                 ) from None
+            self.security = security
             await self._open_storage()
-            self._server = await asyncio.start_server(self._accept, sock=sock, limit=1 << 20)
+            for served, sock in zip(security.served, socks, strict=True):
+                li = served.listener
+                try:
+                    server = await asyncio.start_server(
+                        partial(self._accept, served), sock=sock, limit=1 << 20, ssl=served.ssl
+                    )
+                except OSError as exc:
+                    # SO_REUSEADDR lets two sockets bind one port while neither
+                    # listens: a broker started at the same moment on the same port
+                    # can win the listen() while this one loaded its logs.
+                    raise StartupError(listen_failed(li.host, li.port, exc)) from None
+                self._servers.append(server)
+                self.ports[li.name] = server.sockets[0].getsockname()[1]
         except BaseException:
-            sock.close()
+            for sock in socks:
+                sock.close()
+            for server in self._servers:
+                server.close()
             await self._release()
             raise
         assert self.state is not None
-        self.port = self._server.sockets[0].getsockname()[1]
+        first = security.listeners[0]
+        self.port = self.ports[first.name]
         self.state.extras["bound_port"] = self.port
+        self.state.extras["bound_ports"] = self.ports
         logs = self.state.logs
         self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
         self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
         for line in self.config.ignored_report():
             log.warning("%s", line)
+        for served in security.served:
+            li = served.listener
+            log.info(
+                "listener %s (%s) on %s:%d", li.name, li.protocol, li.host, self.ports[li.name]
+            )
         where = "memory (muster.storage=memory)" if self.config.in_memory else self.config.data_dir
-        log.info("muster listening on %s:%d, data in %s", host, self.port, where)
+        log.info("muster listening on %s:%d, data in %s", first.host, self.port, where)
 
     async def _open_storage(self) -> None:
         if self.config.in_memory:
@@ -106,6 +142,7 @@ class Broker:
             ),
         )
         self.state.extras["api_table"] = self.table
+        self.state.extras["security"] = self.security
         self.state.extras["metrics"] = self.metrics
         durability.start()
         self.coordinator = await start_coordinator(self.state)
@@ -125,7 +162,12 @@ class Broker:
 
         self._background.append(asyncio.create_task(loop()))
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self,
+        served: ServedListener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         assert self.state is not None
         peer = writer.get_extra_info("peername")
         host = peer[0] if isinstance(peer, tuple) else "unknown"
@@ -137,8 +179,18 @@ class Broker:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
-        connection = self._live[task] = Connection(self.state, self.table, reader, writer)
         try:
+            principal = "User:ANONYMOUS"
+            if served.listener.protocol == "SSL":
+                try:
+                    principal = peer_principal(writer.get_extra_info("ssl_object"), served.mapper)
+                except NoMatchingRule as exc:
+                    log.warning("closing TLS connection on %s: %s", served.listener.name, exc)
+                    writer.close()
+                    return
+            session = Session(served.security, principal)
+            connection = Connection(self.state, self.table, reader, writer, session)
+            self._live[task] = connection
             await connection.serve()
         except asyncio.CancelledError:
             pass  # broker shutting down
@@ -150,8 +202,8 @@ class Broker:
             self.admission.release(host)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         # Answer what was read (writes finish their fsync, commits their
         # append) before the coordinators and the logs close: a clean stop
         # leaves no client retrying a write that was in fact stored.

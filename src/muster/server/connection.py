@@ -23,7 +23,9 @@ from muster.protocol.header import (
     peek_prefix,
     response_header,
 )
+from muster.security.session import ListenerSecurity, Rejected, Session
 from muster.server.api_table import ApiEntry
+from muster.server.clock import now_ms
 from muster.server.handlers.api_versions import supported_versions
 from muster.server.state import BrokerState, RequestContext
 
@@ -59,8 +61,11 @@ class Connection:
         table: dict[int, ApiEntry],
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        session: Session | None = None,
     ) -> None:
         self.state = state
+        # Authentication: which requests may be served, and as whom.
+        self.session = session or Session(ListenerSecurity("PLAINTEXT", "PLAINTEXT"))
         self.table = table
         self.reader = reader
         self.writer = writer
@@ -116,7 +121,9 @@ class Connection:
                     continue  # a long poll or a join is still being answered
                 raise ProtocolViolation(f"idle for {idle_s:.0f}s") from None
             (size,) = _LENGTH.unpack(prefix)
-            if size < 8 or size > limit:
+            if size < (0 if self.session.raw_tokens else 8) or size > self.session.frame_limit(
+                limit
+            ):
                 raise ProtocolViolation(f"frame of {size} bytes (limit {limit})")
             # Kafka has no read timeout per request, only the idle one, which
             # any byte resets: one byte a second would hold a connection (and
@@ -138,10 +145,20 @@ class Connection:
             await self.writer.drain()
 
     async def _dispatch(self, frame: bytes) -> None:
+        session = self.session
+        if session.raw_tokens:
+            self._raw_token(frame)
+            return
+        if session.close_after_answer:
+            return  # authentication failed: nothing more is served
         try:
             api_key, version, correlation_id = peek_prefix(frame)
         except DecodeError as exc:
             raise ProtocolViolation(str(exc)) from exc
+        try:
+            session.admit(api_key, now_ms())
+        except Rejected as exc:
+            raise ProtocolViolation(f"{exc} (listener {session.listener.name})") from exc
         entry = self.table.get(api_key)
         if entry is None:
             raise ProtocolViolation(f"unsupported api key {api_key}")
@@ -170,7 +187,15 @@ class Connection:
         except DecodeError as exc:
             raise ProtocolViolation(f"undecodable {entry.name} v{version}: {exc}") from exc
         ctx = RequestContext(
-            api_key, version, correlation_id, header.client_id, self.host, self.state
+            api_key,
+            version,
+            correlation_id,
+            header.client_id,
+            self.host,
+            self.state,
+            session.listener.name,
+            session.principal,
+            session,
         )
         # What this request waits for is fixed now, in arrival order.
         self._inflight = [t for t in self._inflight if not t.done()]
@@ -219,6 +244,18 @@ class Connection:
             return
         answer.done = True
         self._send_ready()
+        if self.session.close_after_answer:
+            # Kafka answers a failed authentication, then closes (the answer
+            # is flushed first: close() sends what is buffered).
+            log.info("closing connection from %s: %s", self.peer, self.session.close_after_answer)
+            self.writer.close()
+
+    def _raw_token(self, frame: bytes) -> None:
+        """After a v0 SaslHandshake: a bare SASL token in, a bare token out."""
+        error, _message, reply, _lifetime = self.session.authenticate(frame, now_ms())
+        if error:
+            raise ProtocolViolation(f"authentication failed: {self.session.close_after_answer}")
+        self.writer.write(_LENGTH.pack(len(reply)) + reply)
 
     def _send_ready(self) -> None:
         """Writes every finished answer at the head of the order."""

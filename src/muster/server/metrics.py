@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from muster.coordinator import events as ev
+
 log = logging.getLogger(__name__)
 
 STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -79,12 +81,11 @@ class BrokerMetrics:
 
     def observe_events(self, events: Iterable[Any]) -> None:
         for event in events:
-            kind = type(event).__name__
-            if kind == "RebalanceStarted":
+            if isinstance(event, ev.RebalanceStarted):
                 self.rebalances.labels(event.cause).inc()
-            elif kind == "RebalanceCompleted":
+            elif isinstance(event, ev.RebalanceCompleted):
                 self.rebalance_seconds.observe(max(0, event.duration_ms) / 1000)
-            elif kind == "GroupStoreFailed":
+            elif isinstance(event, ev.GroupStoreFailed):
                 self.group_store_failures.inc()
 
     def close(self) -> None:

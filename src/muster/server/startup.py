@@ -40,31 +40,37 @@ def bind_listener(host: str, port: int, what: str = "listener") -> socket.socket
         # SO_REUSEADDR as asyncio.start_server sets it, so a restart does not wait
         # for the previous run's TIME_WAIT connections.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Bound but not listening: the port is ours (a second broker gets
-        # EADDRINUSE) while clients are still refused until the broker is ready;
-        # asyncio.start_server(sock=...) calls listen().
+        # Bound but not listening: clients are refused until the broker is
+        # ready, and asyncio.start_server(sock=...) calls listen() then. A
+        # second broker's bind fails once this one listens (before that, its
+        # listen() does: Broker.start turns either into a StartupError).
         sock.bind(address)
         return sock
     except OSError as exc:
         if sock is not None:
             sock.close()
-        where = f"{host or '0.0.0.0'}:{port}"
-        if exc.errno == errno.EADDRINUSE:
-            raise StartupError(
-                f"cannot listen on {where}: address already in use (another broker?).\n"
-                "Stop whatever holds it or choose another port (--listen HOST:PORT)."
-            ) from None
-        if exc.errno == errno.EACCES:
-            raise StartupError(
-                f"cannot listen on {where}: permission denied (ports below 1024 need root).\n"
-                "Choose a port above 1024 (--listen HOST:PORT)."
-            ) from None
-        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-            raise StartupError(
-                f"cannot listen on {where}: no such address on this machine ({_reason(exc)}).\n"
-                f"Use an address of this machine for the {what}, e.g. 127.0.0.1."
-            ) from None
-        raise StartupError(f"cannot listen on {where}: {_reason(exc)}.") from None
+        raise StartupError(listen_failed(host, port, exc, what)) from None
+
+
+def listen_failed(host: str, port: int, exc: OSError, what: str = "listener") -> str:
+    """What to tell a person when HOST:PORT cannot be bound or listened on."""
+    where = f"{host or '0.0.0.0'}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"cannot listen on {where}: address already in use (another broker?).\n"
+            "Stop whatever holds it or choose another port (--listen HOST:PORT)."
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"cannot listen on {where}: permission denied (ports below 1024 need root).\n"
+            "Choose a port above 1024 (--listen HOST:PORT)."
+        )
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"cannot listen on {where}: no such address on this machine ({_reason(exc)}).\n"
+            f"Use an address of this machine for the {what}, e.g. 127.0.0.1."
+        )
+    return f"cannot listen on {where}: {_reason(exc)}."
 
 
 class DataDirLock:

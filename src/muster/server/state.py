@@ -23,6 +23,14 @@ class RequestContext:
     client_id: str | None
     client_host: str
     state: BrokerState
+    listener: str = ""  # the listener the request came in on (advertised back)
+    principal: str = "User:ANONYMOUS"
+    session: Any = None  # muster.security.session.Session of the connection
+
+    @property
+    def api_name(self) -> str:
+        entry = self.state.extras.get("api_table", {}).get(self.api_key)
+        return entry.name if entry is not None else str(self.api_key)
 
 
 class DataNotifier:

@@ -21,10 +21,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from muster.coordinator import requests as rq
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.log.port import LogError
+from muster.coordinator.partitioning import partition_for
+from muster.log.latest import collect_log
 from muster.records.batch import build_batch
-from muster.records.latest import collect_log
+from muster.records.errors import CodedError
 from muster.records.transaction_log import (
     decode_txn_key,
     decode_txn_value,
@@ -147,7 +147,7 @@ class TransactionCoordinator:
                     await self._finish(plan.abort_first)
                 if plan.final is not meta:
                     await self._persist(plan.final)
-            except (OSError, LogError) as exc:
+            except (OSError, CodedError) as exc:
                 log.error("transaction state of %r not written: %s", txn_id, exc)
                 return COORDINATOR_NOT_AVAILABLE, -1, -1
             return core.NONE, plan.final.producer_id, plan.final.producer_epoch
@@ -181,7 +181,7 @@ class TransactionCoordinator:
                 return error
             try:
                 await self._persist(updated)
-            except (OSError, LogError) as exc:
+            except (OSError, CodedError) as exc:
                 log.error("transaction state of %r not written: %s", txn_id, exc)
                 return COORDINATOR_NOT_AVAILABLE
             return core.NONE
@@ -194,7 +194,7 @@ class TransactionCoordinator:
             try:
                 await self._persist(plan.prepare)
                 await self._finish(plan.prepare)
-            except (OSError, LogError) as exc:
+            except (OSError, CodedError) as exc:
                 log.error("ending the transaction of %r failed: %s", txn_id, exc)
                 return COORDINATOR_NOT_AVAILABLE
             return core.NONE
@@ -267,7 +267,7 @@ class TransactionCoordinator:
                     try:
                         await self._persist(fenced)
                         await self._finish(fenced)
-                    except (OSError, LogError) as exc:
+                    except (OSError, CodedError) as exc:
                         log.error("aborting the transaction of %r failed: %s", txn_id, exc)
 
 

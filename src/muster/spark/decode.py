@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from muster.client.core.decode import Aborted, committed_batches
-from muster.log.port import CorruptRecordError
 from muster.records.batch import (
     COMPRESSION_MASK,
     CONTROL_MASK,
@@ -29,6 +28,7 @@ from muster.records.batch import (
     iter_batches,
     zigzag_decode,
 )
+from muster.records.errors import CorruptRecordError
 from muster.spark.schema import arrow_schema
 
 _TS_US = pa.timestamp("us", tz="UTC")

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from muster.client.errors import KafkaError, KafkaTimeoutError, error_for
 from muster.client.net import Cluster
+from muster.client.security import ClientSecurity
 from muster.client.types import TopicPartition
 from muster.spark.decode import Columns, decode_into
 
@@ -50,6 +51,7 @@ class FetchRange:
     max_bytes: int
     timeout_s: float
     isolation_level: int = 0  # 1: read_committed
+    security: tuple[tuple[str, str], ...] = ()  # client TLS/SASL properties
 
 
 def data_loss_message(what: str) -> str:
@@ -65,7 +67,8 @@ class RangeReader:
     def __init__(self, r: FetchRange) -> None:
         self.r = r
         self.loop = asyncio.new_event_loop()
-        self.cluster = Cluster(r.bootstrap, "muster-spark", r.timeout_s)
+        security = ClientSecurity.from_conf(dict(r.security))
+        self.cluster = Cluster(r.bootstrap, "muster-spark", r.timeout_s, security)
 
     def close(self) -> None:
         try:

@@ -50,6 +50,7 @@ class OffsetResolver:
                     "bootstrap.servers": self.opts.bootstrap,
                     "client.id": "muster-spark",
                     "request.timeout.ms": int(self.opts.request_timeout_s * 1000),
+                    **dict(self.opts.security),
                 }
             )
         return self._admin

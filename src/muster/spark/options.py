@@ -16,6 +16,8 @@ from typing import Any
 from muster.client.config import READ_UNCOMMITTED
 from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import ConfigError
+from muster.client.security import KEYS as SECURITY_KEYS
+from muster.client.security import ClientSecurity
 
 EARLIEST = -2
 LATEST = -1
@@ -71,6 +73,7 @@ class SourceOptions:
     include_headers: bool = False
     commit_to_group: str | None = None
     isolation_level: int = READ_UNCOMMITTED  # kafka.isolation.level: 0 or 1 (read_committed)
+    security: tuple[tuple[str, str], ...] = ()  # kafka.security.protocol, kafka.sasl.*, ...
     fetch_max_bytes: int = 4 * 1024 * 1024
     request_timeout_s: float = 30.0
     poll_timeout_s: float = 120.0
@@ -206,6 +209,29 @@ def _strategy(opts: dict[str, str]) -> tuple[str, dict[str, Any]]:
     return kind, {"assign": assign}
 
 
+_JAAS_OPTION = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def security_conf(opts: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The `kafka.`-prefixed TLS/SASL options (Spark's Kafka source names), as
+    client properties; checked here so a bad one fails the query, not a task."""
+    found = {key: str(opts[f"kafka.{key}"]) for key in SECURITY_KEYS if f"kafka.{key}" in opts}
+    # Spark jobs carry SASL credentials in a JAAS line (Plain/ScramLoginModule)
+    # and a PEM truststore; librdkafka's names win where both are given.
+    jaas = dict(_JAAS_OPTION.findall(opts.get("kafka.sasl.jaas.config", "")))
+    for key in ("username", "password"):
+        if key in jaas:
+            found.setdefault(f"sasl.{key}", jaas[key])
+    if "kafka.ssl.truststore.location" in opts:
+        found.setdefault("ssl.ca.location", opts["kafka.ssl.truststore.location"])
+    conf = tuple(sorted(found.items()))
+    try:
+        ClientSecurity.from_conf(dict(conf)).ssl_context()
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return conf
+
+
 def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOptions:
     """Checks the options of a read (`streaming`: readStream; None: only the
     checks common to both) as Spark's Kafka source does; raises ValueError
@@ -216,9 +242,7 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
         raise ValueError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
         )
-    protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise ValueError(f"kafka.security.protocol={protocol} is not supported (PLAINTEXT only)")
+    security = security_conf(opts)
     kind, subscription = _strategy(opts)
     starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest")
     ending = _offset_spec(opts, "ending", "latest")
@@ -265,6 +289,7 @@ def parse_source(options: Mapping[str, str], streaming: bool | None) -> SourceOp
         include_headers=_bool(opts.get("includeheaders", "false"), "includeHeaders"),
         commit_to_group=group,
         isolation_level=isolation,
+        security=security,
         fetch_max_bytes=int(opts.get("kafka.max.partition.fetch.bytes", 4 * 1024 * 1024)),
         request_timeout_s=int(opts.get("kafka.request.timeout.ms", 30_000)) / 1000,
         poll_timeout_s=int(opts.get("kafkaconsumer.polltimeoutms", 120_000)) / 1000,

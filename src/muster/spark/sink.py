@@ -22,6 +22,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
+from muster.spark.options import security_conf
+
 _FLUSH_S = 60.0
 PASSED_THROUGH = frozenset(
     {
@@ -91,7 +93,7 @@ def parse_sink(options: Mapping[str, str], schema: StructType) -> SinkOptions:
         for k, v in sorted(options.items())
         if k.lower()[len("kafka.") :] in PASSED_THROUGH and k.lower().startswith("kafka.")
     )
-    return SinkOptions(bootstrap, topic, conf)
+    return SinkOptions(bootstrap, topic, conf + security_conf(opts))
 
 
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:

@@ -70,6 +70,7 @@ def plan_ranges(opts: SourceOptions, start: Offsets, end: Offsets) -> list[Kafka
                 opts.fetch_max_bytes,
                 opts.request_timeout_s,
                 opts.isolation_level,
+                opts.security,
             )
         )
         for tp, b, u in spans

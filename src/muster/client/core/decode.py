@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator
 
 from muster.client.errors import ProtocolError
 from muster.client.types import ConsumerRecord, TopicPartition
-from muster.log.port import CorruptRecordError
 from muster.records.batch import (
     COMPRESSION_MASK,
     CONTROL_MASK,
@@ -35,6 +34,7 @@ from muster.records.batch import (
     zigzag_decode,
 )
 from muster.records.control import ABORT, control_type
+from muster.records.errors import CorruptRecordError
 
 # baseOffset, batchLength, and (at byte 23) lastOffsetDelta: all a scan needs
 _OFFSET_LENGTH = struct.Struct(">qi")

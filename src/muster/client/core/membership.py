@@ -17,19 +17,38 @@ drains; callbacks run in order, before the requests of the same poll go
 out, so a revoke callback runs before the JoinGroup that follows it).
 
 Nothing here imports asyncio, sockets or a clock: time is the `now` argument.
+The states and their transitions are the table in `member_state.py`; the
+offsets a member commits and fetches are `commits.py`; heartbeats, the
+poll-interval check and leaving are `liveness.py`; the requests and
+events it exchanges with its driver are `messages.py`.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from muster.assignors import ASSIGNORS, RebalanceProtocol, perform_assignment, subscription_for
+from muster.client.core.commits import OffsetCommits
+from muster.client.core.liveness import Liveness
+from muster.client.core.member_state import MemberState, Trigger, next_state
+from muster.client.core.messages import (
+    COORDINATOR_ERRORS,
+    FIND_COORDINATOR,
+    ILLEGAL_GENERATION,
+    JOIN_GROUP,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    SYNC_GROUP,
+    TP,
+    UNKNOWN_MEMBER_ID,
+    Commit,
+    Event,
+    Request,
+)
 from muster.client.errors import (
-    CommitFailedError,
     KafkaError,
     error_for,
 )
@@ -41,78 +60,8 @@ from muster.protocol.consumer_protocol import (
     encode_subscription,
 )
 
-TP = tuple[str, int]
 
-FIND_COORDINATOR = 10
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-
-# Kafka error codes the machine branches on.
-NONE = 0
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-COORDINATOR_ERRORS = frozenset(
-    {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
-)
-LOST_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID})
-
-
-class MemberState(enum.Enum):
-    UNJOINED = "UNJOINED"
-    REBALANCING = "REBALANCING"  # JoinGroup sent / preparing to send it
-    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # SyncGroup sent
-    STABLE = "STABLE"
-
-
-@dataclass(frozen=True)
-class Request:
-    """A request for the driver to send. `to` is "any" (the least-loaded
-    broker), "coordinator", "node" (broker `node`), "metadata" (not a Kafka
-    request: the driver refreshes metadata for body["topics"] and answers
-    with {topic: partition_count}) or "group" (the fetcher asking the
-    membership for committed offsets of `tag`)."""
-
-    kind: str
-    api_key: int
-    body: dict[str, Any]
-    to: str
-    tag: Any = None
-    node: int = -1  # the broker, when to == "node"
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something for the driver: `revoke`/`assign`/`lost` (partitions),
-    `commit` (tag, offsets, error), `committed` (tag, offsets, error),
-    `fatal` (error)."""
-
-    kind: str
-    partitions: frozenset[TP] = frozenset()
-    tag: Any = None
-    offsets: Mapping[TP, int] = field(default_factory=dict)
-    error: KafkaError | None = None
-
-
-@dataclass
-class _Commit:
-    tag: Any
-    offsets: dict[TP, int]
-    generation_bound: bool  # fails (not retried) if the generation moves on
-    attempts: int = 0
-
-
-class GroupMembership:
+class GroupMembership(OffsetCommits, Liveness):
     def __init__(
         self,
         group_id: str,
@@ -167,11 +116,11 @@ class GroupMembership:
         self._last_heartbeat_ok = now_ms
         self._next_auto_commit = now_ms + auto_commit_interval_ms
         self._last_committed: dict[TP, int] = {}
-        self._commits: deque[_Commit] = deque()
-        self._commit_in_flight: _Commit | None = None
+        self._commits: deque[Commit] = deque()
+        self._commit_in_flight: Commit | None = None
         self._offset_fetches: deque[tuple[Any, frozenset[TP]]] = deque()
         self._prepared = False  # onJoinPrepare done for the pending rejoin
-        self._prepare_commit: _Commit | None = None
+        self._prepare_commit: Commit | None = None
         self._join_snapshot: dict[str, int] = {}
         self._join_members: list[Any] = []
         self._previous: frozenset[TP] | None = None
@@ -218,17 +167,6 @@ class GroupMembership:
     def set_positions(self, positions: Mapping[TP, int]) -> None:
         """Consumed positions (for auto-commit)."""
         self.positions = dict(positions)
-
-    def commit(self, offsets: Mapping[TP, int], tag: Any = None) -> None:
-        """Queue a commit; an Event("commit", tag=tag) reports the result."""
-        self._commits.append(_Commit(tag, dict(offsets), bool(self.subscription)))
-        if self.fatal is not None:
-            self._fail_pending()
-
-    def fetch_committed(self, partitions: Iterable[TP], tag: Any = None) -> None:
-        self._offset_fetches.append((tag, frozenset(partitions)))
-        if self.fatal is not None:
-            self._fail_pending()
 
     def close(self, now_ms: int) -> list[Request]:
         """Leave the group (Java's onLeavePrepare): a revoke event now, and
@@ -303,101 +241,6 @@ class GroupMembership:
             times.append(self._last_app_poll + self.max_poll_interval_ms)
         return min(times) if times else None
 
-    def _check_poll_interval(self, now_ms: int, out: list[Request]) -> None:
-        if self.state is MemberState.UNJOINED or self._left_for_poll_timeout:
-            return
-        if now_ms - self._last_app_poll <= self.max_poll_interval_ms:
-            return
-        # The app is stuck: leave so the group can move on (Java's
-        # maybeLeaveGroup("consumer poll timeout has expired")).
-        out.extend(self._leave_requests(now_ms, "consumer poll timeout has expired"))
-        self._left_for_poll_timeout = True
-
-    def _commit_step(self, now_ms: int, out: list[Request]) -> None:
-        if self._commit_in_flight is not None or not self._commits:
-            return
-        if now_ms < self._backoff_until:
-            return
-        commit = self._commits[0]
-        if (
-            commit.generation_bound
-            and self.state is not MemberState.STABLE
-            and commit is not self._prepare_commit
-        ):
-            if self.state is MemberState.UNJOINED:
-                self._commits.popleft()
-                self._commit_failed(
-                    commit, CommitFailedError("not a member of the group (no generation)")
-                )
-            return  # otherwise wait for the rebalance to finish
-        self._commits.popleft()
-        self._commit_in_flight = commit
-        commit.attempts += 1
-        generation, member_id = (
-            (self.generation, self.member_id) if commit.generation_bound else (-1, "")
-        )
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), offset in sorted(commit.offsets.items()):
-            topics.setdefault(topic, []).append(
-                {
-                    "partition_index": partition,
-                    "committed_offset": offset,
-                    "committed_leader_epoch": -1,
-                    "committed_metadata": "",
-                }
-            )
-        out.append(
-            Request(
-                "commit",
-                OFFSET_COMMIT,
-                {
-                    "group_id": self.group_id,
-                    "generation_id_or_member_epoch": generation,
-                    "generation_id": generation,
-                    "member_id": member_id,
-                    "group_instance_id": self.group_instance_id
-                    if commit.generation_bound
-                    else None,
-                    "retention_time_ms": -1,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                },
-                "coordinator",
-                commit,
-            )
-        )
-
-    def _queue_auto_commit(self) -> _Commit | None:
-        manual = not self.subscription
-        offsets = {tp: off for tp, off in self.positions.items() if manual or tp in self.assignment}
-        offsets = {tp: off for tp, off in offsets.items() if self._last_committed.get(tp) != off}
-        if not offsets:
-            return None
-        commit = _Commit("auto", offsets, not manual)
-        self._commits.append(commit)
-        return commit
-
-    def _offset_fetch_step(self, out: list[Request]) -> None:
-        if "offset_fetch" in self._in_flight or not self._offset_fetches:
-            return
-        tag, tps = self._offset_fetches.popleft()
-        topics: dict[str, list[int]] = {}
-        for topic, partition in sorted(tps):
-            topics.setdefault(topic, []).append(partition)
-        self._in_flight.add("offset_fetch")
-        out.append(
-            Request(
-                "offset_fetch",
-                OFFSET_FETCH,
-                {
-                    "group_id": self.group_id,
-                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-                    "require_stable": True,
-                },
-                "coordinator",
-                (tag, tps),
-            )
-        )
-
     def _join_step(self, now_ms: int, out: list[Request]) -> None:
         needs_join = self.state is MemberState.UNJOINED or (
             self.state is MemberState.STABLE and self.rejoin_cause is not None
@@ -435,8 +278,11 @@ class GroupMembership:
             return
         self._send_join(now_ms, out)
 
+    def _move(self, trigger: Trigger) -> None:
+        self.state = next_state(self.state, trigger)
+
     def _send_join(self, now_ms: int, out: list[Request]) -> None:
-        self.state = MemberState.REBALANCING
+        self._move(Trigger.JOIN_SENT)
         self._join_snapshot = {
             t: n for t, n in self.partition_counts.items() if t in self.subscription
         }
@@ -467,58 +313,6 @@ class GroupMembership:
             )
         )
         self.rejoin_cause = None
-
-    def _heartbeat_step(self, now_ms: int, out: list[Request]) -> None:
-        if self.state is not MemberState.STABLE:
-            return
-        if now_ms - self._last_heartbeat_ok > self.session_timeout_ms:
-            # No answer for a whole session: the coordinator is gone for us.
-            self._coordinator_dead()
-            return
-        if "heartbeat" in self._in_flight or now_ms < self._next_heartbeat:
-            return
-        self._in_flight.add("heartbeat")
-        self._next_heartbeat = now_ms + self.heartbeat_interval_ms
-        out.append(
-            Request(
-                "heartbeat",
-                HEARTBEAT,
-                {
-                    "group_id": self.group_id,
-                    "generation_id": self.generation,
-                    "member_id": self.member_id,
-                    "group_instance_id": self.group_instance_id,
-                },
-                "coordinator",
-                self.generation,
-            )
-        )
-
-    def _leave_requests(self, now_ms: int, reason: str, reset: bool = True) -> list[Request]:
-        out = []
-        dynamic = self.group_instance_id is None
-        if dynamic and self.member_id and self.coordinator is not None:
-            out.append(
-                Request(
-                    "leave",
-                    LEAVE_GROUP,
-                    {
-                        "group_id": self.group_id,
-                        "member_id": self.member_id,
-                        "members": [
-                            {
-                                "member_id": self.member_id,
-                                "group_instance_id": None,
-                                "reason": reason,
-                            }
-                        ],
-                    },
-                    "coordinator",
-                )
-            )
-        if reset:
-            self._reset_generation(keep_member_id=not dynamic)
-        return out
 
     # ------------------------------------------------------------ responses
 
@@ -576,7 +370,7 @@ class GroupMembership:
             self.generation = int(response.generation_id)
             self.protocol = response.protocol_name
             self.leader_id = str(response.leader)
-            self.state = MemberState.COMPLETING_REBALANCE
+            self._move(Trigger.JOINED)
             if self.leader_id == self.member_id and not getattr(response, "skip_assignment", False):
                 self._join_members = list(response.members)
                 topics = set(self.subscription)
@@ -592,7 +386,7 @@ class GroupMembership:
             return
         if code == MEMBER_ID_REQUIRED:
             self.member_id = str(response.member_id)
-            self.state = MemberState.UNJOINED
+            self._move(Trigger.MEMBER_ID_GIVEN)
             self._prepared = True
             return
         if code == UNKNOWN_MEMBER_ID:
@@ -680,7 +474,7 @@ class GroupMembership:
 
     def _install(self, new: frozenset[TP], now_ms: int) -> None:
         old = self.assignment
-        self.state = MemberState.STABLE
+        self._move(Trigger.SYNCED)
         self.rebalances += 1
         self._prepared = False
         self._last_heartbeat_ok = now_ms
@@ -701,85 +495,6 @@ class GroupMembership:
         if current != self._join_snapshot:
             self.request_rejoin("metadata changed during the rebalance")
 
-    def _on_heartbeat(self, request: Request, response: Any, now_ms: int) -> None:
-        self._in_flight.discard("heartbeat")
-        if request.tag != self.generation or self.state is not MemberState.STABLE:
-            return
-        code = int(response.error_code)
-        if code == NONE:
-            self._last_heartbeat_ok = now_ms
-            return
-        if code == REBALANCE_IN_PROGRESS:
-            self._last_heartbeat_ok = now_ms
-            self.request_rejoin("the group is rebalancing")
-            return
-        if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            self._lose_all()
-            self._reset_generation(keep_member_id=code != UNKNOWN_MEMBER_ID)
-            return
-        if code in COORDINATOR_ERRORS:
-            self._coordinator_dead()
-            return
-        self._fail(error_for(code, "Heartbeat"))
-
-    def _on_leave(self, request: Request, response: Any, now_ms: int) -> None:
-        pass  # best effort, as Java's: the member is gone either way
-
-    def _on_commit(self, request: Request, response: Any, now_ms: int) -> None:
-        commit: _Commit = request.tag
-        self._commit_in_flight = None
-        codes = {
-            (t.name, int(p.partition_index)): int(p.error_code)
-            for t in response.topics
-            for p in t.partitions
-        }
-        bad = {c for c in codes.values() if c != NONE}
-        if not bad:
-            self._last_committed.update(commit.offsets)
-            self.events.append(Event("commit", tag=commit.tag, offsets=commit.offsets))
-            return
-        code = min(bad)
-        if bad & COORDINATOR_ERRORS:
-            self._coordinator_dead()
-            self._commits.appendleft(commit)
-            return
-        if code == REBALANCE_IN_PROGRESS:
-            self.request_rejoin("commit during a rebalance")
-            self._commit_failed(commit, CommitFailedError("REBALANCE_IN_PROGRESS", code=code))
-            return
-        if bad & {UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION}:
-            self._lose_all()
-            self._reset_generation(keep_member_id=UNKNOWN_MEMBER_ID not in bad)
-            self._commit_failed(commit, CommitFailedError(error_for(code).message, code=code))
-            return
-        self._commit_failed(commit, error_for(code, "OffsetCommit"))
-
-    def _commit_failed(self, commit: _Commit, error: KafkaError) -> None:
-        self.events.append(Event("commit", tag=commit.tag, offsets=commit.offsets, error=error))
-
-    def _on_offset_fetch(self, request: Request, response: Any, now_ms: int) -> None:
-        self._in_flight.discard("offset_fetch")
-        tag, tps = request.tag
-        top = int(getattr(response, "error_code", 0))
-        if top in COORDINATOR_ERRORS:
-            self._coordinator_dead()
-            self._offset_fetches.appendleft((tag, tps))
-            return
-        offsets: dict[TP, int] = {}
-        error: KafkaError | None = error_for(top, "OffsetFetch") if top else None
-        for t in response.topics:
-            for p in t.partitions:
-                code = int(p.error_code)
-                if code in COORDINATOR_ERRORS:
-                    self._coordinator_dead()
-                    self._offset_fetches.appendleft((tag, tps))
-                    return
-                if code != NONE:
-                    error = error_for(code, "OffsetFetch")
-                    continue
-                offsets[(t.name, int(p.partition_index))] = int(p.committed_offset)
-        self.events.append(Event("committed", tag=tag, offsets=offsets, error=error))
-
     # ------------------------------------------------------------ transitions
 
     def _coordinator_dead(self) -> None:
@@ -789,11 +504,11 @@ class GroupMembership:
     def _restart_join(self) -> None:
         """Back to sending JoinGroup (keeping the member id)."""
         if self.state in (MemberState.REBALANCING, MemberState.COMPLETING_REBALANCE):
-            self.state = MemberState.UNJOINED
+            self._move(Trigger.RESTART_JOIN)
             self._prepared = True
 
     def _reset_generation(self, keep_member_id: bool) -> None:
-        self.state = MemberState.UNJOINED
+        self._move(Trigger.RESET)
         self.generation = -1
         self.protocol = None
         self._prepared = False
@@ -817,16 +532,5 @@ class GroupMembership:
         self.events.append(Event("fatal", error=error))
         self._fail_pending()
 
-    def _fail_pending(self) -> None:
-        """After a fatal error nothing more is sent: answer what waits."""
-        assert self.fatal is not None
-        commits = list(self._commits)
-        if self._commit_in_flight is not None:
-            commits.append(self._commit_in_flight)
-        self._commits.clear()
-        self._commit_in_flight = None
-        for commit in commits:
-            self._commit_failed(commit, self.fatal)
-        fetches, self._offset_fetches = list(self._offset_fetches), deque()
-        for tag, _tps in fetches:
-            self.events.append(Event("committed", tag=tag, error=self.fatal))
+
+__all__ = ["Event", "GroupMembership", "MemberState", "Request"]

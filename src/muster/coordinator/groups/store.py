@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.classic.group import ClassicGroup
+from muster.records.offsets_topic import GroupMetadataValue
 
 
 def random_member_id(prefix: str) -> str:
@@ -21,6 +22,23 @@ class GroupStore:
     cfg: CoordinatorConfig
     new_member_id: Callable[[str], str] = random_member_id
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    # durable state: each group's last GroupMetadata record (log position,
+    # value); only `replay_metadata` changes it
+    records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)
+
+    def persisted(self, group_id: str) -> GroupMetadataValue | None:
+        """The group's last GroupMetadata record in the log (None: none or tombstoned)."""
+        entry = self.records.get(group_id)
+        return None if entry is None else entry[1]
+
+    def replay_metadata(self, group_id: str, value: GroupMetadataValue | None, seq: int) -> None:
+        """A GroupMetadata record at log position `seq` (None: a tombstone)."""
+        if value is None:
+            self.records.pop(group_id, None)
+            return
+        current = self.records.get(group_id)
+        if current is None or current[0] < seq:
+            self.records[group_id] = (seq, value)
 
     def get(self, group_id: str) -> ClassicGroup | None:
         return self.groups.get(group_id)

@@ -3,18 +3,23 @@ OffsetDelete, DeleteGroups' offset cleanup and Kafka's expiry rules."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
+from functools import partial
 
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
 from muster.coordinator.context import Effects, heartbeat_key
-from muster.coordinator.groups.classic.group import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    CommittedOffset,
-)
+from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore
+from muster.coordinator.offsets.state import (
+    TP,
+    CommittedOffset,
+    GroupOffsets,
+    drop_committed,
+    put_committed,
+)
 from muster.coordinator.requests import (
     CommitTopic,
     CompleteTxn,
@@ -37,8 +42,6 @@ from muster.records.offsets_topic import (
     group_metadata_record,
     offset_commit_record,
 )
-
-TP = tuple[str, int]
 
 
 def commit_response(
@@ -66,11 +69,82 @@ def _all_errors(req: OffsetCommit, error: int) -> OffsetCommitResponse:
     return commit_response(req.topics, error)
 
 
+# offsets one expiry step may drop; a step of this size takes a few ms
+EXPIRY_STEP_OFFSETS = 2000
+
+
 class OffsetManager:
+    """Committed offsets of every group of one shard (Kafka's OffsetMetadataManager).
+    Handlers decide and write records; `replay_offset` / `replay_marker` apply them."""
+
     def __init__(self, store: GroupStore) -> None:
         self.store = store
-        self.next_seq = 0  # orders commit records; the log offset after replay
+        self.groups: dict[str, GroupOffsets] = {}
         self.next_token = 0
+        # transient: the groups an expiry pass has still to look at (a pass
+        # runs in steps so that 100,000 groups never hold the shard at once)
+        self._expiry_pass: deque[str] = deque()
+
+    def of(self, group_id: str) -> GroupOffsets | None:
+        return self.groups.get(group_id)
+
+    def _of(self, group_id: str) -> GroupOffsets:
+        offsets = self.groups.get(group_id)
+        if offsets is None:
+            offsets = self.groups[group_id] = GroupOffsets()
+        return offsets
+
+    def committed_map(self, group_id: str) -> dict[TP, CommittedOffset]:
+        """The group's durable committed offsets, for replay to fill."""
+        return self._of(group_id).committed
+
+    def committed(self, group_id: str) -> dict[TP, CommittedOffset]:
+        """The committed offsets a client sees (in-flight deletions hidden)."""
+        offsets = self.groups.get(group_id)
+        return {} if offsets is None else dict(offsets.visible_items())
+
+    def has_offsets(self, group_id: str) -> bool:
+        offsets = self.groups.get(group_id)
+        return offsets is not None and offsets.has_any()
+
+    # ---- replay: the only code that changes committed offsets -----------------
+
+    def replay_offset(
+        self,
+        group_id: str,
+        tp: TP,
+        committed: CommittedOffset | None,
+        seq: int,
+        producer_id: int | None = None,
+    ) -> None:
+        """One OffsetCommit record at log position `seq` (`committed` None: a
+        tombstone). With `producer_id` the record is part of that producer's
+        transaction and waits for its marker."""
+        if producer_id is not None:
+            if committed is not None:
+                self._of(group_id).txn.setdefault(producer_id, {})[tp] = committed
+            return
+        if committed is None:
+            offsets = self.groups.get(group_id)
+            if offsets is not None:
+                drop_committed(offsets.committed, tp, seq)
+            return
+        put_committed(self._of(group_id).committed, tp, committed)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """A transaction marker: a commit moves the producer's offsets into the
+        committed ones (unless a newer plain commit is already there, Kafka's
+        rule by log position), an abort drops them."""
+        for offsets in self.groups.values():
+            pending = offsets.txn.pop(producer_id, None)
+            if pending and commit:
+                for tp, c in pending.items():
+                    put_committed(offsets.committed, tp, c)
+
+    def forget_if_idle(self, group_id: str) -> None:
+        offsets = self.groups.get(group_id)
+        if offsets is not None and offsets.idle():
+            del self.groups[group_id]
 
     # ---- OffsetCommit ------------------------------------------------------
 
@@ -117,12 +191,12 @@ class OffsetManager:
         fx: Effects,
         topics: tuple[CommitTopic, ...],
         retention_time_ms: int = -1,
-    ) -> tuple[dict[TP, int], list[tuple[TP, CommittedOffset]]]:
-        """Records the commit records of an (Txn)OffsetCommit; returns the
-        per-partition results and the offsets written, in record order."""
+    ) -> tuple[dict[TP, int], list[TP]]:
+        """Writes the commit records of an (Txn)OffsetCommit; returns the
+        per-partition results and the partitions written, in record order."""
         limit = self.store.cfg.offset_metadata_max_bytes
         results: dict[TP, int] = {}
-        writes: list[tuple[TP, CommittedOffset]] = []
+        written: list[TP] = []
         for topic in topics:
             for p in topic.partitions:
                 tp = (topic.name, p.partition)
@@ -140,51 +214,46 @@ class OffsetManager:
                     expire_timestamp=expire_ts,
                 )
                 fx.record(offset_commit_record(group.group_id, topic.name, p.partition, value))
-                committed = CommittedOffset(
-                    value.offset,
-                    value.leader_epoch,
-                    value.metadata,
-                    value.commit_timestamp,
-                    value.expire_timestamp,
-                    self.next_seq,
-                )
-                self.next_seq += 1
-                writes.append((tp, committed))
+                written.append(tp)
                 results[tp] = E.NONE
-        return results, writes
+        return results, written
 
     def _store_offsets(self, group: ClassicGroup, fx: Effects, rid: int, req: OffsetCommit) -> None:
-        results, writes = self._offset_records(group, fx, req.topics, req.retention_time_ms)
-        if not writes:
+        results, written = self._offset_records(group, fx, req.topics, req.retention_time_ms)
+        if not written:
             fx.reply(rid, commit_response(req.topics, results))
             return
         token = self.next_token
         self.next_token += 1
-        for tp, _ in writes:
-            group.pending_offsets.setdefault(tp, set()).add(token)
+        pending = self._of(group.group_id).pending
+        for tp in written:
+            pending.setdefault(tp, set()).add(token)
+        fx.after_durable(
+            partial(self._commit_written, group.group_id, rid, req, results, written, token)
+        )
 
-        def durable(error: int, fx2: Effects) -> None:
-            for tp, committed in writes:
-                tokens = group.pending_offsets.get(tp)
-                if tokens is not None:
-                    tokens.discard(token)
-                    if not tokens:
-                        del group.pending_offsets[tp]
-                if error != E.NONE:
-                    results[tp] = E.append_error_to_client(error)
-                elif committed.record_seq < group.cleared(tp):
-                    # a deletion was appended after our record: it wins, unless
-                    # its own append fails (then this value comes back)
-                    old = group.suppressed.get(tp)
-                    if old is None or old.record_seq < committed.record_seq:
-                        group.suppressed[tp] = committed
-                else:
-                    current = group.offsets.get(tp)
-                    if current is None or current.record_seq < committed.record_seq:
-                        group.offsets[tp] = committed
-            fx2.reply(rid, commit_response(req.topics, results))
-
-        fx.after_durable(durable)
+    def _commit_written(
+        self,
+        group_id: str,
+        rid: int,
+        req: OffsetCommit,
+        results: dict[TP, int],
+        written: list[TP],
+        token: int,
+        error: int,
+        fx: Effects,
+    ) -> None:
+        """The commit's records are durable (the shard has replayed them) or failed."""
+        offsets = self.groups.get(group_id)
+        for tp in written:
+            tokens = None if offsets is None else offsets.pending.get(tp)
+            if tokens is not None:
+                tokens.discard(token)
+                if not tokens:
+                    del offsets.pending[tp]  # type: ignore[union-attr]
+            if error != E.NONE:
+                results[tp] = E.append_error_to_client(error)
+        fx.reply(rid, commit_response(req.topics, results))
 
     # ---- TxnOffsetCommit and transaction completion ---------------------------
 
@@ -212,46 +281,18 @@ class OffsetManager:
         if error is not None:
             fx.reply(rid, _all_errors(as_commit, error))
             return
-        results, writes = self._offset_records(group, fx, req.topics)
-        if not writes:
+        results, written = self._offset_records(group, fx, req.topics)
+        if not written:
             fx.reply(rid, commit_response(req.topics, results))
             return
         fx.producer = (req.producer_id, req.producer_epoch)
-        pid = req.producer_id
-
-        def durable(error: int, fx2: Effects) -> None:
-            if error != E.NONE:
-                for tp, _ in writes:
-                    results[tp] = E.append_error_to_client(error)
-            else:
-                pending = group.txn_offsets.setdefault(pid, {})
-                for tp, committed in writes:
-                    pending[tp] = committed
-            fx2.reply(rid, commit_response(req.topics, results))
-
-        fx.after_durable(durable)
+        fx.after_durable(partial(_txn_commit_written, rid, req.topics, results, written))
 
     def complete_txn(self, fx: Effects, rid: int, req: CompleteTxn) -> None:
-        """Writes the marker; once it is durable a commit moves the producer's
-        pending offsets into the committed ones (unless a newer plain commit
-        of the same partition is already there, as Kafka decides by log
-        position), an abort drops them."""
+        """Writes the marker; once it is durable the shard replays it
+        (`replay_marker`) and the transaction coordinator gets the outcome."""
         fx.marker = (req.producer_id, req.producer_epoch, req.commit)
-        pid = req.producer_id
-
-        def durable(error: int, fx2: Effects) -> None:
-            if error == E.NONE:
-                for group in self.store:
-                    pending = group.txn_offsets.pop(pid, None)
-                    if not pending or not req.commit:
-                        continue
-                    for tp, committed in pending.items():
-                        current = group.offsets.get(tp)
-                        if current is None or current.record_seq < committed.record_seq:
-                            group.offsets[tp] = committed
-            fx2.reply(rid, error)
-
-        fx.after_durable(durable)
+        fx.after_durable(partial(_marker_written, rid))
 
     # ---- OffsetFetch -------------------------------------------------------
 
@@ -267,14 +308,14 @@ class OffsetManager:
                     for t in fg.topics
                 ),
             )
+        offsets = self.groups.get(fg.group_id) or GroupOffsets()
 
         def one(tp: TP) -> FetchedPartition:
             if require_stable and (
-                tp in group.pending_offsets
-                or any(tp in pending for pending in group.txn_offsets.values())
+                tp in offsets.pending or any(tp in pending for pending in offsets.txn.values())
             ):
                 return FetchedPartition(tp[1], -1, -1, "", E.UNSTABLE_OFFSET_COMMIT)
-            committed = group.offsets.get(tp)
+            committed = offsets.visible(tp)
             if committed is None:
                 return FetchedPartition(tp[1], -1)
             return FetchedPartition(
@@ -283,7 +324,7 @@ class OffsetManager:
 
         if fg.topics is None:
             by_topic: dict[str, list[int]] = {}
-            for topic, partition in sorted(group.offsets):
+            for topic, partition in sorted(tp for tp, _ in offsets.visible_items()):
                 by_topic.setdefault(topic, []).append(partition)
             return FetchedGroup(
                 fg.group_id,
@@ -302,95 +343,85 @@ class OffsetManager:
 
     # ---- removal -----------------------------------------------------------
 
+    def removable(self, group_id: str) -> set[TP]:
+        """Partitions with an offset committed (and not being deleted) or in flight."""
+        offsets = self.groups.get(group_id)
+        if offsets is None:
+            return set()
+        return {tp for tp, _ in offsets.visible_items()} | set(offsets.pending)
+
     def remove_offsets(self, group: ClassicGroup, tps: Iterable[TP], fx: Effects) -> int:
-        """Tombstones for these partitions (committed or still pending). The
-        removal shows at once; should the tombstones' append fail, it is undone."""
-        seq = self.next_seq
-        self.next_seq += 1
-        undo: dict[TP, CommittedOffset | None] = {}
-        for tp in tps:
-            removed = group.offsets.pop(tp, None)
-            if removed is None and tp not in group.pending_offsets:
-                continue
-            fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
-            undo[tp] = removed
-            group.clears.setdefault(tp, set()).add(seq)
-        if not undo:
+        """Tombstones for these partitions (committed or still pending). Until
+        they are durable the offsets are hidden; replaying the tombstones
+        removes them, a failed append shows them again."""
+        offsets = self.groups.get(group.group_id)
+        if offsets is None:
             return 0
+        removing: list[tuple[TP, int]] = []
+        for tp in tps:
+            if offsets.visible(tp) is None and tp not in offsets.pending:
+                continue
+            seq = fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
+            offsets.deleting.setdefault(tp, set()).add(seq)
+            removing.append((tp, seq))
+        if removing:
+            fx.after_durable(partial(self._tombstones_written, group.group_id, removing))
+        return len(removing)
 
-        def durable(error: int, fx2: Effects) -> None:
-            for tp, removed in undo.items():
-                clears = group.clears.get(tp, set())
-                suppressed = group.suppressed.get(tp)
-                if error == E.NONE:
-                    # our tombstone is in the log: older deletions and values are moot
-                    group.clears[tp] = {x for x in clears if x >= seq}
-                    if suppressed is not None and suppressed.record_seq < seq:
-                        del group.suppressed[tp]
-                    continue
-                clears.discard(seq)
-                if not clears:
-                    group.clears.pop(tp, None)
-                candidates = [c for c in (removed, suppressed, group.offsets.get(tp)) if c]
-                if not candidates:
-                    continue
-                best = max(candidates, key=lambda c: c.record_seq)
-                if best.record_seq > group.cleared(tp):
-                    group.offsets[tp] = best
-                    group.suppressed.pop(tp, None)
-                else:  # another deletion still in flight covers it
-                    group.suppressed[tp] = best
-
-        fx.after_durable(durable)
-        return len(undo)
+    def _tombstones_written(
+        self, group_id: str, removing: list[tuple[TP, int]], error: int, fx: Effects
+    ) -> None:
+        """Durable: replay already removed the offsets. Failed: nothing was
+        removed. Either way the tombstones are no longer in flight."""
+        offsets = self.groups.get(group_id)
+        if offsets is None:
+            return
+        for tp, seq in removing:
+            seqs = offsets.deleting.get(tp)
+            if seqs is not None:
+                seqs.discard(seq)
+                if not seqs:
+                    del offsets.deleting[tp]
+        self.forget_if_idle(group_id)
 
     def remove_group_if_dead(self, group: ClassicGroup, fx: Effects, cause: str) -> bool:
         """An Empty group without offsets becomes Dead and is tombstoned."""
-        if group.is_(S.EMPTY) and not group.has_offsets():
+        if group.is_(S.EMPTY) and not self.has_offsets(group.group_id):
             group.transition_to(S.DEAD, cause, fx)
         if not group.is_(S.DEAD):
             return False
         fx.record(group_metadata_record(group.group_id, None))
         self.store.remove(group.group_id)
-
-        def durable(error: int, fx2: Effects) -> None:
-            if error == E.NONE:
-                return
-            # the tombstone is not in the log: the group lives on there, so here too
-            group.state = S.EMPTY  # an undo, not a transition
-            current = self.store.get(group.group_id)
-            if current is None:
-                self.store.groups[group.group_id] = group
-                return
-            for tp, c in group.offsets.items():
-                if c.record_seq < current.cleared(tp):
-                    held = current.suppressed.get(tp)
-                    if held is None or held.record_seq < c.record_seq:
-                        current.suppressed[tp] = c
-                    continue
-                mine = current.offsets.get(tp)
-                if mine is None or mine.record_seq < c.record_seq:
-                    current.offsets[tp] = c
-            if current.persisted is None and group.persisted is not None:
-                # a new incarnation without a record of its own continues the old one
-                old = group.persisted
-                current.persisted = old
-                # if the old group's own last store failed, the log still holds an
-                # older state than anything live: a store is owed (not at rest)
-                owed = group.persisted_seq != group.store_seq
-                current.persisted_seq = current.store_seq - (1 if owed else 0)
-                current.generation = max(current.generation, old.generation)
-                if not current.members and current.is_(S.EMPTY):
-                    current.protocol_type = current.protocol_type or old.protocol_type or None
-                    cst = old.current_state_timestamp
-                    current.state_timestamp = cst if cst >= 0 else None
-
-        fx.after_durable(durable)
+        fx.after_durable(partial(self._group_tombstone_written, group))
         return True
+
+    def _group_tombstone_written(self, group: ClassicGroup, error: int, fx: Effects) -> None:
+        if error == E.NONE:
+            self.forget_if_idle(group.group_id)
+            return
+        # the tombstone is not in the log: the group lives on there, so here too
+        group.state = S.EMPTY  # an undo, not a transition
+        current = self.store.get(group.group_id)
+        if current is None:
+            self.store.groups[group.group_id] = group
+            return
+        old = self.store.persisted(group.group_id)
+        if not current.has_record and old is not None:
+            # a new incarnation without a record of its own continues the old one;
+            # if the old group's own last store failed, the log still holds an
+            # older state than anything live: a store is owed (not at rest)
+            owed = group.persisted_seq != group.store_seq
+            current.persisted_seq = current.store_seq - (1 if owed else 0)
+            current.has_record = True
+            current.generation = max(current.generation, old.generation)
+            if not current.members and current.is_(S.EMPTY):
+                current.protocol_type = current.protocol_type or old.protocol_type or None
+                cst = old.current_state_timestamp
+                current.state_timestamp = cst if cst >= 0 else None
 
     def delete_all(self, group: ClassicGroup, fx: Effects) -> None:
         """DeleteGroups on an Empty group."""
-        self.remove_offsets(group, set(group.offsets) | set(group.pending_offsets), fx)
+        self.remove_offsets(group, self.removable(group.group_id), fx)
         group.transition_to(S.DEAD, ev.GROUP_DELETED, fx)
         self.remove_group_if_dead(group, fx, ev.GROUP_DELETED)
 
@@ -428,36 +459,65 @@ class OffsetManager:
 
     # ---- expiry ------------------------------------------------------------
 
-    def expire(self, fx: Effects) -> None:
+    def expire(self, fx: Effects, budget: int = EXPIRY_STEP_OFFSETS) -> bool:
+        """One step of an expiry pass: groups are examined until about `budget`
+        offsets were expired. True when the pass is over; False when the shard
+        should run the next step once the requests queued meanwhile are served."""
         retention = self.store.cfg.offsets_retention_ms
         now = fx.now
-        for group in self.store:
-            expired = [
-                tp for tp, c in group.offsets.items() if self._expired(group, tp, c, now, retention)
-            ]
-            self.remove_offsets(group, expired, fx)
+        if not self._expiry_pass:
+            self._expiry_pass.extend(group.group_id for group in self.store)
+        removed = 0
+        while self._expiry_pass and removed < budget:
+            group = self.store.get(self._expiry_pass.popleft())
+            if group is None:
+                continue
+            offsets = self.groups.get(group.group_id)
+            if offsets is not None:
+                expired = [
+                    tp
+                    for tp, c in offsets.visible_items()
+                    if tp not in offsets.pending and _expired(group, tp, c, now, retention)
+                ]
+                self.remove_offsets(group, expired, fx)
+                removed += len(expired)
             self.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
+        return not self._expiry_pass
 
-    @staticmethod
-    def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retention: int) -> bool:
-        if tp in group.pending_offsets:
+
+def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retention: int) -> bool:
+    if group.protocol_type is not None and group.is_(S.EMPTY):
+        base = group.state_timestamp if group.state_timestamp is not None else c.commit_timestamp
+    elif (
+        group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        and group.is_(S.STABLE)
+        and group.subscribed_topics is not None
+    ):
+        if tp[0] in group.subscribed_topics:
             return False
-        if group.protocol_type is not None and group.is_(S.EMPTY):
-            base = (
-                group.state_timestamp if group.state_timestamp is not None else (c.commit_timestamp)
-            )
-        elif (
-            group.protocol_type == CONSUMER_PROTOCOL_TYPE
-            and group.is_(S.STABLE)
-            and group.subscribed_topics is not None
-        ):
-            if tp[0] in group.subscribed_topics:
-                return False
-            base = c.commit_timestamp
-        elif group.protocol_type is None:
-            base = c.commit_timestamp
-        else:
-            return False
-        if c.expire_timestamp >= 0:
-            return now >= c.expire_timestamp
-        return now - base >= retention
+        base = c.commit_timestamp
+    elif group.protocol_type is None:
+        base = c.commit_timestamp
+    else:
+        return False
+    if c.expire_timestamp >= 0:
+        return now >= c.expire_timestamp
+    return now - base >= retention
+
+
+def _txn_commit_written(
+    rid: int,
+    topics: tuple[CommitTopic, ...],
+    results: dict[TP, int],
+    written: list[TP],
+    error: int,
+    fx: Effects,
+) -> None:
+    if error != E.NONE:
+        for tp in written:
+            results[tp] = E.append_error_to_client(error)
+    fx.reply(rid, commit_response(topics, results))
+
+
+def _marker_written(rid: int, error: int, fx: Effects) -> None:
+    fx.reply(rid, error)

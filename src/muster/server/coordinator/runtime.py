@@ -11,16 +11,18 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from muster.coordinator.runtime.partitioning import partition_for
-from muster.coordinator.runtime.result import Cancel, Result, Schedule
+from muster.coordinator.partitioning import partition_for
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
-from muster.log.port import LogError, PartitionLog
+from muster.log.latest import collect_log
+from muster.log.port import PartitionLog
 from muster.records.batch import build_batch
-from muster.records.latest import TxnReplay, collect_log
+from muster.records.errors import CodedError
+from muster.records.latest import TxnReplay
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -179,22 +181,24 @@ class ShardRuntime:
                 self.plog.append_marker(producer_id, epoch, commit, 0, now)
             elif result.producer is not None:
                 producer_id, epoch = result.producer
-                batch = build_batch(
-                    list(result.records),
+                batches = _batches(
+                    result.records,
+                    self.plog.config.max_message_bytes,
                     timestamp_ms=now,
                     producer_id=producer_id,
                     producer_epoch=epoch,
                     transactional=True,
                 )
-                self.plog.append(batch, now, coordinator=True)
+                self.plog.append(batches, now, coordinator=True)
             else:
-                self.plog.append(build_batch(list(result.records), timestamp_ms=now), now)
+                limit = self.plog.config.max_message_bytes
+                self.plog.append(_batches(result.records, limit, timestamp_ms=now), now)
             self.durability.appended(self.plog, latency_bound=True)
-        except (LogError, OSError) as exc:
+        except (CodedError, OSError) as exc:
             # An escaped OSError would kill the serial loop and leave this entry
             # unanswered forever, stalling every later request of the shard.
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
-            entry[1] = exc.error_code if isinstance(exc, LogError) else STORAGE_ERROR
+            entry[1] = exc.error_code if isinstance(exc, CodedError) else STORAGE_ERROR
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))
@@ -282,3 +286,26 @@ class GroupCoordinator:
                 pass
         for shard in self.shards:
             await shard.stop()
+
+
+_RECORD_OVERHEAD = 24  # a record's own varints and attributes, at most, beside key and value
+_BATCH_OVERHEAD = 61
+
+
+def _batches(records: Sequence[tuple[bytes, bytes | None]], limit: int, **kw: Any) -> bytes:
+    """The records as batches of at most `limit` bytes each, in one append (so still
+    all or nothing): an expiry step's tombstones or a big commit must not exceed
+    the partition's max.message.bytes, as one batch of them would."""
+    out = bytearray()
+    chunk: list[tuple[bytes, bytes | None]] = []
+    size = _BATCH_OVERHEAD
+    for record in records:
+        key, value = record
+        grow = _RECORD_OVERHEAD + len(key) + (len(value) if value is not None else 0)
+        if chunk and size + grow > limit:
+            out += build_batch(chunk, **kw)
+            chunk, size = [], _BATCH_OVERHEAD
+        chunk.append(record)
+        size += grow
+    out += build_batch(chunk, **kw)
+    return bytes(out)

@@ -8,6 +8,8 @@ from kio.schema.errors import ErrorCode
 
 from muster.config import BY_NAME, PROPERTIES
 from muster.log.config import TOPIC_CONFIGS
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.handlers.topics_admin import check_topic_configs
 from muster.server.state import RequestContext
 
@@ -19,15 +21,21 @@ _TYPES = {bool: 1, str: 2, int: 5, float: 6}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
+def _sensitive(name: str) -> bool:
+    """Kafka's PASSWORD-typed properties: described with a null value."""
+    return "password" in name or name.endswith(("jaas.config", "ssl.keystore.key"))
+
+
 def _entry(name: str, value: Any, source: int, kind: type, read_only: bool) -> dict[str, Any]:
     text = None if value is None else (str(value).lower() if kind is bool else str(value))
+    sensitive = _sensitive(name)
     return {
         "name": name,
-        "value": text,
+        "value": None if sensitive else text,
         "read_only": read_only,
         "config_source": source,
         "is_default": source == DEFAULT_CONFIG,
-        "is_sensitive": False,
+        "is_sensitive": sensitive,
         "synonyms": [],
         "config_type": _TYPES.get(kind, 2),
         "documentation": None,
@@ -80,6 +88,10 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
             "resource_name": res.resource_name,
             "configs": [],
         }
+        if not _may(ctx, Operation.DESCRIBE_CONFIGS, res):
+            result["error_code"] = _denied_error(res)
+            results.append(result)
+            continue
         if res.resource_type == TOPIC:
             if ctx.state.logs.topic(res.resource_name) is None:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -101,6 +113,18 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
     return {"throttle_time": 0, "results": results}
 
 
+def _may(ctx: RequestContext, op: Operation, res: Any) -> bool:
+    if res.resource_type == TOPIC:
+        return authz.topic(ctx, op, res.resource_name)
+    return authz.cluster(ctx, op)  # broker configs: the cluster resource, as Kafka
+
+
+def _denied_error(res: Any) -> ErrorCode:
+    if res.resource_type == TOPIC:
+        return ErrorCode.topic_authorization_failed
+    return ErrorCode.cluster_authorization_failed
+
+
 def _alter(
     ctx: RequestContext, res: Any, new: dict[str, str], validate_only: bool
 ) -> dict[str, Any]:
@@ -110,6 +134,9 @@ def _alter(
         "resource_type": res.resource_type,
         "resource_name": res.resource_name,
     }
+    if not _may(ctx, Operation.ALTER_CONFIGS, res):
+        out["error_code"] = _denied_error(res)
+        return out
     if res.resource_type != TOPIC:
         out.update(
             error_code=ErrorCode.invalid_request,

@@ -8,6 +8,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.handlers.metadata import INTERNAL_TOPICS
 from muster.server.state import RequestContext
 
@@ -18,6 +20,7 @@ HIGH_WATERMARK = -1  # Kafka's "delete everything below the high watermark"
 async def handle_delete_records(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     topics = []
+    denied = authz.denied_topics(ctx, Operation.DELETE, (t.name for t in req.topics))
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
@@ -27,7 +30,9 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> dict[str, Any]
                 "error_code": ErrorCode.none,
             }
             plog = state.logs.get(topic.name, p.partition_index)
-            if plog is None:
+            if topic.name in denied:
+                entry["error_code"] = ErrorCode.topic_authorization_failed
+            elif plog is None:
                 entry["error_code"] = ErrorCode.unknown_topic_or_partition
             elif topic.name in INTERNAL_TOPICS:
                 entry["error_code"] = ErrorCode.invalid_topic_exception

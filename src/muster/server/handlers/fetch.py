@@ -17,12 +17,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.log.port import PartitionLog
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.clock import now_ms
-from muster.server.fetch_sessions import (
-    FINAL_EPOCH,
-    FetchPlan,
-    plan_fetch,
-)
+from muster.server.fetch_sessions import FINAL_EPOCH, FetchPlan, plan_fetch
 from muster.server.state import BrokerState, RequestContext
 
 READ_COMMITTED = 1
@@ -47,14 +45,10 @@ def _end_offset(data: bytes) -> int:
     return int(base + delta + 1)
 
 
-def _read_partition(
-    state: BrokerState, name: str, p: Any, budget: int, min_one: bool, committed: bool
-) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
-    """(response entry, bytes returned, key to watch for new data or None)."""
-    index = p.partition
-    entry: dict[str, Any] = {
+def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
+    return {
         "partition_index": index,
-        "error_code": ErrorCode.none,
+        "error_code": error,
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
@@ -62,6 +56,14 @@ def _read_partition(
         "preferred_read_replica": -1,
         "records": b"",
     }
+
+
+def _read_partition(
+    state: BrokerState, name: str, p: Any, budget: int, min_one: bool, committed: bool
+) -> tuple[dict[str, Any], int, tuple[str, int] | None]:
+    """(response entry, bytes returned, key to watch for new data or None)."""
+    index = p.partition
+    entry = _error_entry(index, ErrorCode.none)
     plog = state.logs.get(name, index) if name else None
     if plog is None:
         entry["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -99,21 +101,8 @@ def _read_partition(
     return entry, len(data), (name, index)
 
 
-def _unknown_topic_id(index: int) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.unknown_topic_id,
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
-        "records": b"",
-    }
-
-
 def _collect(
-    state: BrokerState, req: Any, by_id: bool, plan: FetchPlan
+    state: BrokerState, req: Any, by_id: bool, plan: FetchPlan, denied: set[str]
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[str, int]]]:
     ids = state.logs.names_by_id() if by_id else {}
     responses: list[dict[str, Any]] = []
@@ -129,8 +118,10 @@ def _collect(
     for topic, p in plan.reads:
         name = ids.get(topic, "") if by_id else topic
         if by_id and not name:
-            entry = _unknown_topic_id(p.partition)
-            size, key = 0, None
+            entry, size, key = _error_entry(p.partition, ErrorCode.unknown_topic_id), 0, None
+        elif name in denied:
+            error = ErrorCode.topic_authorization_failed
+            entry, size, key = _error_entry(p.partition, error), 0, None
         else:
             # KIP-74: the first non-empty partition may exceed max_bytes by one batch.
             entry, size, key = _read_partition(
@@ -196,6 +187,18 @@ def _plan(state: BrokerState, req: Any, by_id: bool) -> FetchPlan:
     )
 
 
+def _denied(ctx: RequestContext, req: Any, by_id: bool, plan: FetchPlan) -> set[str]:
+    """Topics this consumer may not Read (a follower would need ClusterAction);
+    a session's reads count, not only the partitions this request names."""
+    if not authz.enabled(ctx):
+        return set()
+    ids = ctx.state.logs.names_by_id() if by_id else {}
+    names = {ids.get(topic, "") if by_id else topic for topic, _p in plan.reads}
+    if getattr(req, "replica_id", -1) >= 0 and not authz.cluster(ctx, Operation.CLUSTER_ACTION):
+        return names
+    return authz.denied_topics(ctx, Operation.READ, (n for n in names if n))
+
+
 async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     by_id = ctx.api_version >= 13
@@ -205,8 +208,9 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     max_wait_s = max(0.0, req.max_wait.total_seconds())
     deadline = time.monotonic() + max_wait_s
     min_bytes = max(1, req.min_bytes)
+    denied = _denied(ctx, req, by_id, plan)
     while True:
-        responses, total, errors, watch = _collect(state, req, by_id, plan)
+        responses, total, errors, watch = _collect(state, req, by_id, plan, denied)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or errors or remaining <= 0 or not watch:
             break

@@ -15,10 +15,16 @@ from kio.schema.errors import ErrorCode
 
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
 
 LOADING = int(ErrorCode.coordinator_load_in_progress)
+GROUP_DENIED = int(ErrorCode.group_authorization_failed)
+TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
+READ, DESCRIBE, DELETE = Operation.READ, Operation.DESCRIBE, Operation.DELETE
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
@@ -46,8 +52,7 @@ def _asdict(obj: Any) -> dict[str, Any]:
 
 
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    host, port = ctx.state.config.advertised
-    port = port or ctx.state.extras.get("bound_port", port)
+    host, port = advertised_endpoint(ctx.state, ctx.listener)
     key_type = int(getattr(req, "key_type", GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:
@@ -59,6 +64,22 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
                 "port": -1,
                 "error_code": ErrorCode.invalid_request,
                 "error_message": f"unknown coordinator key type {key_type}",
+            }
+        denied = (
+            not authz.transactional_id(ctx, DESCRIBE, key)
+            if key_type == TRANSACTION_KEY
+            else not authz.group(ctx, DESCRIBE, key)
+        )
+        if denied:
+            return {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": ErrorCode.transactional_id_authorization_failed
+                if key_type == TRANSACTION_KEY
+                else ErrorCode.group_authorization_failed,
+                "error_message": None,
             }
         if key_type == TRANSACTION_KEY:
             txns = ctx.state.extras.get("transactions")
@@ -110,7 +131,10 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
         reason=getattr(req, "reason", None),
         supports_skip_assignment=v >= 9,
     )
-    resp = await _call(ctx, req.group_id, core)
+    if not authz.group(ctx, READ, req.group_id):
+        resp = rs.JoinGroupResponse(error_code=GROUP_DENIED, member_id=req.member_id)
+    else:
+        resp = await _call(ctx, req.group_id, core)
     if resp is None:
         resp = rs.JoinGroupResponse(error_code=LOADING, member_id=req.member_id)
     out = _asdict(resp)
@@ -130,6 +154,8 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
         protocol_type=getattr(req, "protocol_type", None),
         protocol_name=getattr(req, "protocol_name", None),
     )
+    if not authz.group(ctx, READ, req.group_id):
+        return {"error_code": GROUP_DENIED, "throttle_time": 0}
     resp = await _call(ctx, req.group_id, core)
     if resp is None:
         resp = rs.SyncGroupResponse(error_code=LOADING)
@@ -143,6 +169,8 @@ async def handle_heartbeat(ctx: RequestContext, req: Any) -> dict[str, Any]:
         member_id=req.member_id,
         group_instance_id=getattr(req, "group_instance_id", None),
     )
+    if not authz.group(ctx, READ, req.group_id):
+        return {"error_code": GROUP_DENIED, "throttle_time": 0}
     resp = await _call(ctx, req.group_id, core)
     return {"error_code": LOADING if resp is None else resp.error_code, "throttle_time": 0}
 
@@ -155,6 +183,8 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
         )
     else:
         members = (rq.LeavingMember(req.member_id),)
+    if not authz.group(ctx, READ, req.group_id):
+        return {"error_code": GROUP_DENIED, "members": [], "throttle_time": 0}
     resp = await _call(ctx, req.group_id, rq.LeaveGroup(req.group_id, members))
     if resp is None:
         return {"error_code": LOADING, "members": [], "throttle_time": 0}
@@ -174,12 +204,17 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
     logs = ctx.state.logs
     unknown: list[dict[str, Any]] = []
     topics: list[rq.CommitTopic] = []
+    if not authz.group(ctx, READ, req.group_id):
+        return {"throttle_time": 0, "topics": _all_failed(req.topics, GROUP_DENIED)}
+    denied = authz.denied_topics(ctx, READ, (t.name for t in req.topics))
     for t in req.topics:
         info = logs.topic(t.name)
         known = []
         bad = []
         for p in t.partitions:
-            if info is None or not 0 <= p.partition_index < info.num_partitions:
+            if t.name in denied:
+                bad.append({"partition_index": p.partition_index, "error_code": TOPIC_DENIED})
+            elif info is None or not 0 <= p.partition_index < info.num_partitions:
                 bad.append(
                     {
                         "partition_index": p.partition_index,
@@ -209,7 +244,12 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
         group_instance_id=getattr(req, "group_instance_id", None),
         retention_time_ms=-1 if retention is None else _ms(retention),
     )
-    resp = await _call(ctx, req.group_id, core)
+    if topics:
+        resp = await _call(ctx, req.group_id, core)
+    else:
+        # Kafka: nothing authorized and known, so the group is not touched
+        # (and not created)
+        resp = rs.OffsetCommitResponse(topics=())
     metrics = ctx.state.extras.get("metrics")
     if metrics is not None and resp is not None:
         metrics.offset_commits.inc(
@@ -250,6 +290,18 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return out
 
 
+def _all_failed(topics: Any, error: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": error} for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+
+
 def _fetch_group(group_id: str, topics: Any) -> rq.FetchGroup:
     if topics is None:
         return rq.FetchGroup(group_id, None)
@@ -267,10 +319,12 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
         wanted = [_fetch_group(req.group_id, req.topics)]
 
     async def one(group: rq.FetchGroup) -> rs.FetchedGroup:
+        if not authz.group(ctx, DESCRIBE, group.group_id):
+            return rs.FetchedGroup(group.group_id, (), GROUP_DENIED)
         resp = await _call(ctx, group.group_id, rq.OffsetFetch((group,), require_stable))
         if resp is None:
             return rs.FetchedGroup(group.group_id, (), LOADING)
-        return resp.groups[0]  # type: ignore[no-any-return]
+        return _describable(ctx, group, resp.groups[0])
 
     groups = await asyncio.gather(*(one(g) for g in wanted))
     if v >= 8:
@@ -284,18 +338,55 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": g["topics"], "error_code": g["error_code"]}
 
 
+def _describable(ctx: RequestContext, asked: rq.FetchGroup, got: rs.FetchedGroup) -> Any:
+    """Kafka hides the offsets of topics the principal may not describe: left
+    out of an all-topics answer, TOPIC_AUTHORIZATION_FAILED when named."""
+    if not authz.enabled(ctx):
+        return got
+    denied = authz.denied_topics(ctx, DESCRIBE, (t.name for t in got.topics))
+    if not denied:
+        return got
+    if asked.topics is None:
+        kept = tuple(t for t in got.topics if t.name not in denied)
+    else:
+        kept = tuple(
+            dataclasses.replace(
+                t,
+                partitions=tuple(
+                    dataclasses.replace(
+                        p, committed_offset=-1, metadata="", error_code=TOPIC_DENIED
+                    )
+                    for p in t.partitions
+                ),
+            )
+            if t.name in denied
+            else t
+            for t in got.topics
+        )
+    return dataclasses.replace(got, topics=kept)
+
+
 async def handle_offset_delete(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not authz.group(ctx, DELETE, req.group_id):
+        return {"error_code": GROUP_DENIED, "throttle_time": 0, "topics": []}
+    denied = authz.denied_topics(ctx, READ, (t.name for t in req.topics))
+    refused = _all_failed([t for t in req.topics if t.name in denied], TOPIC_DENIED)
+    allowed = [t for t in req.topics if t.name not in denied]
     core = rq.OffsetDelete(
         req.group_id,
         tuple(
             rq.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions))
-            for t in req.topics
+            for t in allowed
         ),
     )
+    if not allowed and refused:
+        return {"error_code": 0, "throttle_time": 0, "topics": refused}
     resp = await _call(ctx, req.group_id, core)
     if resp is None:
         return {"error_code": LOADING, "throttle_time": 0, "topics": []}
-    return {**_asdict(resp), "throttle_time": 0}
+    out = {**_asdict(resp), "throttle_time": 0}
+    out["topics"] = [*out["topics"], *refused]
+    return out
 
 
 # ---- DescribeGroups / ListGroups / DeleteGroups ------------------------------
@@ -305,6 +396,8 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> dict[str, Any
     include_ops = bool(getattr(req, "include_authorized_operations", False))
 
     async def one(group_id: str) -> dict[str, Any]:
+        if not authz.group(ctx, DESCRIBE, group_id):
+            return {"error_code": GROUP_DENIED, "group_id": group_id, "members": []}
         resp = await _call(ctx, group_id, rq.DescribeGroups((group_id,), include_ops))
         if resp is None:
             return {
@@ -316,7 +409,10 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> dict[str, Any
                 "members": [],
                 "authorized_operations": rs.AUTHORIZED_OPERATIONS_OMITTED,
             }
-        return _asdict(resp.groups[0])
+        out = _asdict(resp.groups[0])
+        if include_ops and out["error_code"] == 0:
+            out["authorized_operations"] = authz.operations(ctx, authz.GROUP, group_id)
+        return out
 
     groups = await asyncio.gather(*(one(g) for g in req.groups))
     return {"throttle_time": 0, "groups": list(groups)}
@@ -337,11 +433,18 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
             continue
         error = error or resp.error_code
         groups += [_asdict(g) for g in resp.groups]
+    if authz.enabled(ctx) and not authz.cluster(ctx, DESCRIBE, log=False):
+        # Describe on the cluster lists every group; otherwise those described
+        groups = [
+            g for g in groups if authz.allowed(ctx, DESCRIBE, authz.GROUP, g["group_id"], False)
+        ]
     return {"throttle_time": 0, "error_code": error, "groups": groups}
 
 
 async def handle_delete_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
     async def one(group_id: str) -> dict[str, Any]:
+        if not authz.group(ctx, DELETE, group_id):
+            return {"group_id": group_id, "error_code": GROUP_DENIED}
         resp = await _call(ctx, group_id, rq.DeleteGroups((group_id,)))
         if resp is None:
             return {"group_id": group_id, "error_code": LOADING}

@@ -11,6 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.handlers.fetch import READ_COMMITTED, last_stable_offset
 from muster.server.state import RequestContext
 
@@ -21,6 +23,7 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     topics = []
+    denied = authz.denied_topics(ctx, Operation.DESCRIBE, (t.name for t in req.topics))
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
@@ -32,7 +35,10 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "leader_epoch": 0,
             }
             plog = state.logs.get(topic.name, p.partition_index)
-            if plog is None:
+            if topic.name in denied:
+                entry["error_code"] = ErrorCode.topic_authorization_failed
+                entry["leader_epoch"] = -1
+            elif plog is None:
                 entry["error_code"] = ErrorCode.unknown_topic_or_partition
                 entry["leader_epoch"] = -1
             elif p.timestamp == EARLIEST:

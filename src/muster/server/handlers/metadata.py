@@ -9,13 +9,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.coordinator.events import EVENTS_TOPIC
+from muster.security.acl import CLUSTER_NAME, Operation
+from muster.server import authz
 from muster.server.handlers.common import resolve_topic, shown
+from muster.server.security import advertised_endpoint
 from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
-NOT_REQUESTED = -2147483648  # Kafka's "authorized operations not requested"
+NOT_REQUESTED = -2147483648
+DESCRIBE = Operation.DESCRIBE  # Kafka's "authorized operations not requested"
 
 
 def topic_entry(state: BrokerState, name: str, error: ErrorCode) -> dict[str, Any]:
@@ -50,9 +54,8 @@ def topic_entry(state: BrokerState, name: str, error: ErrorCode) -> dict[str, An
     }
 
 
-def brokers(state: BrokerState) -> list[dict[str, Any]]:
-    host, port = state.config.advertised
-    port = port or state.extras.get("bound_port", port)
+def brokers(state: BrokerState, listener: str = "") -> list[dict[str, Any]]:
+    host, port = advertised_endpoint(state, listener)
     return [{"node_id": state.node_id, "host": host, "port": port, "rack": None}]
 
 
@@ -61,7 +64,8 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
     requested = req.topics
     # v0 uses an empty list for "all topics"; v1+ uses null.
     if requested is None or (ctx.api_version == 0 and not requested):
-        names = sorted(state.logs.topics())
+        # a listing shows only what the principal may describe (not audited)
+        names = [n for n in sorted(state.logs.topics()) if authz.topic(ctx, DESCRIBE, n, False)]
         topics = [topic_entry(state, n, ErrorCode.none) for n in names]
     else:
         auto = bool(getattr(req, "allow_auto_topic_creation", True))
@@ -72,25 +76,39 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
             name = t.name
             if name is None:
                 tid = getattr(t, "topic_id", None)
-                if tid in by_id:
+                if tid in by_id and authz.topic(ctx, DESCRIBE, by_id[tid]):
                     topics.append(topic_entry(state, by_id[tid], ErrorCode.none))
                 else:
                     entry = topic_entry(state, "", ErrorCode.unknown_topic_id)
                     entry["topic_id"] = tid
                     topics.append(entry)
                 continue
-            error = resolve_topic(state, name, auto)
+            if not authz.topic(ctx, DESCRIBE, name):
+                error = ErrorCode.topic_authorization_failed
+            elif state.logs.topic(name) is None and auto and not authz.may_create_topic(ctx, name):
+                error = ErrorCode.topic_authorization_failed
+            else:
+                error = resolve_topic(state, name, auto)
             if error != ErrorCode.none:
                 refused.append(f"{shown(name)}: {error.name}")
             topics.append(topic_entry(state, name, error))
         if refused:  # one line per request, however many topics it names
             more = f" and {len(refused) - 3:,} more" if len(refused) > 3 else ""
             log.info("metadata v%d for %s%s", ctx.api_version, ", ".join(refused[:3]), more)
+    if getattr(req, "include_topic_authorized_operations", False):
+        for entry in topics:
+            if entry["error_code"] == ErrorCode.none:
+                entry["topic_authorized_operations"] = authz.operations(
+                    ctx, authz.TOPIC, entry["name"]
+                )
+    cluster_ops = NOT_REQUESTED
+    if getattr(req, "include_cluster_authorized_operations", False):
+        cluster_ops = authz.operations(ctx, authz.CLUSTER, CLUSTER_NAME)
     return {
         "throttle_time": 0,
-        "brokers": brokers(state),
+        "brokers": brokers(state, ctx.listener),
         "cluster_id": state.config["cluster.id"],
         "controller_id": state.node_id,
         "topics": topics,
-        "cluster_authorized_operations": NOT_REQUESTED,
+        "cluster_authorized_operations": cluster_ops,
     }

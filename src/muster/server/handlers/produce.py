@@ -8,7 +8,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.log.port import LogError
+from muster.records.errors import CodedError
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.clock import now_ms
 from muster.server.handlers.common import resolve_topic
 from muster.server.handlers.metadata import INTERNAL_TOPICS
@@ -35,16 +37,28 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
     touched: dict[int, Any] = {}
     responses = []
     stamp = now_ms()
+    txn_id = getattr(req, "transactional_id", None)
+    txn_denied = txn_id is not None and not authz.transactional_id(ctx, Operation.WRITE, txn_id)
+    denied = (
+        set()
+        if txn_denied
+        else authz.denied_topics(ctx, Operation.WRITE, (t.name for t in req.topic_data))
+    )
     for topic in req.topic_data:
         name = topic.name
         parts = []
-        if acks not in (-1, 0, 1):
+        if txn_denied:
+            topic_error = ErrorCode.transactional_id_authorization_failed
+        elif name in denied:
+            topic_error = ErrorCode.topic_authorization_failed
+        elif acks not in (-1, 0, 1):
             topic_error = ErrorCode.invalid_required_acks
         elif name in INTERNAL_TOPICS:
             # like Kafka: only the broker itself appends to its internal topics
             topic_error = ErrorCode.invalid_topic_exception
         else:
-            topic_error = resolve_topic(state, name, auto_create=True)
+            exists = state.logs.topic(name) is not None
+            topic_error = resolve_topic(state, name, exists or authz.may_create_topic(ctx, name))
         for pdata in topic.partition_data:
             index = pdata.index
             if topic_error != ErrorCode.none:
@@ -60,7 +74,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
                 continue
             try:
                 info = plog.append(records, stamp)
-            except LogError as exc:
+            except CodedError as exc:
                 log.info("produce to %s-%d refused: %s", name, index, exc)
                 parts.append(_partition_result(index, ErrorCode(exc.error_code), str(exc)))
                 continue

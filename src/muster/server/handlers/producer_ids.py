@@ -7,6 +7,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.handlers.transactions import fenced_for_version, transaction_coordinator
 from muster.server.state import RequestContext
 
@@ -16,6 +18,14 @@ _FENCED_SINCE = 4
 
 async def handle_init_producer_id(ctx: RequestContext, req: Any) -> dict[str, Any]:
     txn_id = getattr(req, "transactional_id", None)
+    denied = None
+    if txn_id is None and not authz.any_topic_writable(ctx):
+        authz.cluster(ctx, Operation.IDEMPOTENT_WRITE)  # the audit line
+        denied = ErrorCode.cluster_authorization_failed
+    elif txn_id is not None and not authz.transactional_id(ctx, Operation.WRITE, txn_id):
+        denied = ErrorCode.transactional_id_authorization_failed
+    if denied is not None:
+        return {"throttle_time": 0, "error_code": denied, "producer_id": -1, "producer_epoch": -1}
     if txn_id is None:
         return {
             "throttle_time": 0,

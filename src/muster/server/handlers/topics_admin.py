@@ -13,6 +13,8 @@ from muster.coordinator.events import EVENTS_TOPIC
 from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
 from muster.log.manager import valid_topic_name
 from muster.log.port import LogError
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.handlers.common import shown
 from muster.server.state import RequestContext
 
@@ -83,6 +85,8 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, A
         result.update(error_code=code, error_message=message)
         return result
 
+    if not authz.may_create_topic(ctx, name):
+        return fail(ErrorCode.topic_authorization_failed, "Authorization failed.")
     if not valid_topic_name(name):
         return fail(ErrorCode.invalid_topic_exception, f"invalid topic name {shown(name)}")
     if name in state.logs.topics():
@@ -157,6 +161,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
         }
         if name is None:
             entry["error_code"] = ErrorCode.unknown_topic_id
+        elif not authz.topic(ctx, Operation.DELETE, name):
+            entry["error_code"] = ErrorCode.topic_authorization_failed
         elif name in PROTECTED:
             entry["error_code"] = ErrorCode.invalid_topic_exception
             entry["error_message"] = "internal topics cannot be deleted"
@@ -185,7 +191,9 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> dict[str, A
             "error_message": None,
         }
         info = state.logs.topics().get(t.name)
-        if info is None:
+        if not authz.topic(ctx, Operation.ALTER, t.name):
+            entry["error_code"] = ErrorCode.topic_authorization_failed
+        elif info is None:
             entry["error_code"] = ErrorCode.unknown_topic_or_partition
         elif t.count <= info.num_partitions:
             entry["error_code"] = ErrorCode.invalid_partitions

@@ -8,6 +8,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.coordinator import requests as rq
+from muster.security.acl import Operation
+from muster.server import authz
 from muster.server.coordinator.runtime import CoordinatorLoading
 from muster.server.handlers.groups import _coordinator
 from muster.server.state import RequestContext
@@ -15,6 +17,10 @@ from muster.server.transactions import TransactionCoordinator
 from muster.transactions.core import INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 
 LOADING = int(ErrorCode.coordinator_load_in_progress)
+TXN_DENIED = int(ErrorCode.transactional_id_authorization_failed)
+GROUP_DENIED = int(ErrorCode.group_authorization_failed)
+TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
+NOT_ATTEMPTED = int(ErrorCode.operation_not_attempted)
 # AddPartitionsToTxn, AddOffsetsToTxn and EndTxn learnt PRODUCER_FENCED in v2 (KIP-588)
 _FENCED_SINCE = 2
 
@@ -36,7 +42,13 @@ def _ready(ctx: RequestContext) -> TransactionCoordinator | None:
 async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> dict[str, Any]:
     wanted = [(t.name, int(p)) for t in req.v3_and_below_topics for p in t.partitions]
     coordinator = _ready(ctx)
-    if coordinator is None:
+    denied = authz.denied_topics(ctx, Operation.WRITE, (t for t, _ in wanted))
+    if not authz.transactional_id(ctx, Operation.WRITE, req.v3_and_below_transactional_id):
+        errors = dict.fromkeys(wanted, TXN_DENIED)
+    elif denied:
+        # Kafka: the denied topics fail, the rest are not attempted
+        errors = {tp: TOPIC_DENIED if tp[0] in denied else NOT_ATTEMPTED for tp in wanted}
+    elif coordinator is None:
         errors = dict.fromkeys(wanted, LOADING)
     else:
         errors = await coordinator.add_partitions(
@@ -65,7 +77,11 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> dict[st
 
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> dict[str, Any]:
     coordinator = _ready(ctx)
-    if coordinator is None:
+    if not authz.transactional_id(ctx, Operation.WRITE, req.transactional_id):
+        error = TXN_DENIED
+    elif not authz.group(ctx, Operation.READ, req.group_id):
+        error = GROUP_DENIED
+    elif coordinator is None:
         error = LOADING
     else:
         error = await coordinator.add_offsets(
@@ -79,7 +95,9 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> dict[str, 
 
 async def handle_end_txn(ctx: RequestContext, req: Any) -> dict[str, Any]:
     coordinator = _ready(ctx)
-    if coordinator is None:
+    if not authz.transactional_id(ctx, Operation.WRITE, req.transactional_id):
+        error = TXN_DENIED
+    elif coordinator is None:
         error = LOADING
     else:
         error = await coordinator.end_txn(
@@ -91,7 +109,30 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> dict[str, Any]:
     }
 
 
+def _failed(topics: Any, error: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": ErrorCode(error(t.name))}
+                for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+
+
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not authz.transactional_id(ctx, Operation.WRITE, req.transactional_id):
+        return {"throttle_time": 0, "topics": _failed(req.topics, lambda _t: TXN_DENIED)}
+    if not authz.group(ctx, Operation.READ, req.group_id):
+        return {"throttle_time": 0, "topics": _failed(req.topics, lambda _t: GROUP_DENIED)}
+    denied = authz.denied_topics(ctx, Operation.READ, (t.name for t in req.topics))
+    if denied:
+        return {
+            "throttle_time": 0,
+            "topics": _failed(req.topics, lambda t: TOPIC_DENIED if t in denied else NOT_ATTEMPTED),
+        }
     core = rq.TxnOffsetCommit(
         group_id=req.group_id,
         producer_id=req.producer_id,
@@ -128,14 +169,5 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> dict[str, A
             for t in resp.topics
         ]
     except CoordinatorLoading:
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": ErrorCode(LOADING)}
-                    for p in t.partitions
-                ],
-            }
-            for t in req.topics
-        ]
+        topics = _failed(req.topics, lambda _t: LOADING)
     return {"throttle_time": 0, "topics": topics}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from muster.coordinator.context import Effects
 from muster.coordinator.events import GroupStateChanged
-from muster.coordinator.groups.classic.state import GroupState, check_transition
+from muster.coordinator.groups.classic.state import GroupState, JoinPhase, check_transition
 from muster.coordinator.groups.subscription import subscribed_topics
 from muster.records.offsets_topic import GroupMetadataValue, MemberMetadataValue
 
@@ -54,16 +54,6 @@ class Member:
         raise AssertionError("member supports none of the candidate protocols")
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int  # -1 when none (current clients)
-    record_seq: int  # position of the record holding it (log offset on replay)
-
-
 @dataclass
 class RebalanceTrace:
     """What the analytics want to know about the rebalance in flight."""
@@ -89,26 +79,51 @@ class ClassicGroup:
     pending_sync_members: set[str] = field(default_factory=set)
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None
-    # join completion timer: "initial" (delayed first join) or "delayed"
-    join_timer: str | None = None
+    # the join phase in progress (PreparingRebalance), else None; while the
+    # initial delay runs: its current delay and what is left of the rebalance timeout
+    join_phase: JoinPhase | None = None
     initial_delay_ms: int = 0
     initial_remaining_ms: int = 0
     trace: RebalanceTrace | None = None
-    # offsets
-    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
-    pending_offsets: dict[tuple[str, int], set[int]] = field(default_factory=dict)
-    # record positions of tombstones per partition not known to have failed,
-    # and commits made durable before them (they return if those appends fail)
-    clears: dict[tuple[str, int], set[int]] = field(default_factory=dict)
-    suppressed: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
-    # transactional offsets per producer id, durable but not committed until
-    # the producer's transaction marker is written (Kafka's pendingTransactionalOffsetCommits)
-    txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
-    # the last group record made durable (None: no record / tombstoned)
-    persisted: GroupMetadataValue | None = None
+    # bookkeeping of this group's GroupMetadata writes (transient): stores
+    # appended so far and the last one known durable, in append order; the
+    # record itself is durable state of the GroupStore (`GroupStore.persisted`)
     storing_generation: int | None = None  # SyncGroup's store in flight
     store_seq: int = 0  # group records appended so far (orders their completions)
     persisted_seq: int = 0
+    # this incarnation is described by a durable GroupMetadata record (it was
+    # loaded from one, or one of its stores is durable)
+    has_record: bool = False
+
+    @classmethod
+    def from_record(cls, group_id: str, v: GroupMetadataValue) -> ClassicGroup:
+        """The group a GroupMetadata record describes (loading): Stable with its
+        members, or Empty."""
+        group = cls(group_id)
+        group.state = GroupState.STABLE if v.members else GroupState.EMPTY
+        cst = v.current_state_timestamp
+        group.state_timestamp = cst if cst >= 0 else None
+        group.generation = v.generation
+        group.protocol_type = v.protocol_type or None
+        group.protocol_name = v.protocol
+        group.leader_id = v.leader
+        for m in v.members:
+            group.members[m.member_id] = Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout,
+                protocol_type=group.protocol_type or "",
+                protocols=[(v.protocol or "", m.subscription)],
+                assignment=m.assignment,
+            )
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.subscribed_topics = group.compute_subscribed_topics()
+        group.has_record = True
+        return group
 
     # ---- state -------------------------------------------------------------
 
@@ -150,6 +165,9 @@ class ClassicGroup:
         return [m for m in self.members.values() if m.awaiting_join is None]
 
     def rebalance_timeout_ms(self) -> int:
+        """The rebalance timeout: how long a join phase waits for members to
+        rejoin and the sync phase for their SyncGroup (Kafka: the largest
+        rebalance.timeout.ms of the members)."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def add(self, member: Member) -> None:
@@ -287,10 +305,3 @@ class ClassicGroup:
             current_state_timestamp=-1 if self.state_timestamp is None else self.state_timestamp,
             members=members,
         )
-
-    def cleared(self, tp: tuple[str, int]) -> int:
-        """Position of the newest tombstone for tp that has not failed (-1: none)."""
-        return max(self.clears.get(tp, ()), default=-1)
-
-    def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offsets) or bool(self.txn_offsets)

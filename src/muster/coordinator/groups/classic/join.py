@@ -1,21 +1,26 @@
 """JoinGroup (spec §3, §7): new and known members, pending members, static
-members, admission by group.max.size."""
+members, admission by group.max.size.
+
+What a known member's JoinGroup does depends on the group's state; the table
+`_KNOWN_MEMBER_JOIN` says it, one function per state."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
 from muster.coordinator.context import Effects, heartbeat_key, pending_key
 from muster.coordinator.groups.classic.group import ClassicGroup, Member
+from muster.coordinator.groups.classic.members import remove_member, schedule_heartbeat
+from muster.coordinator.groups.classic.persist import store_error_to_client, store_group
 from muster.coordinator.groups.classic.rebalance import (
     join_answer,
     maybe_complete_join,
     maybe_prepare_rebalance,
     prepare_rebalance,
-    remove_member,
-    schedule_heartbeat,
-    store_error_to_client,
-    store_group,
 )
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.store import GroupStore
@@ -27,8 +32,8 @@ def _error(rid: int, fx: Effects, error: int, member_id: str = "") -> None:
     fx.reply(rid, JoinGroupResponse(error, member_id=member_id))
 
 
-def handle_join_group(env: GroupStore, fx: Effects, rid: int, req: JoinGroup) -> None:
-    cfg = env.cfg
+def handle_join_group(store: GroupStore, fx: Effects, rid: int, req: JoinGroup) -> None:
+    cfg = store.cfg
     if not (
         cfg.group_min_session_timeout_ms
         <= req.session_timeout_ms
@@ -37,27 +42,27 @@ def handle_join_group(env: GroupStore, fx: Effects, rid: int, req: JoinGroup) ->
         _error(rid, fx, E.INVALID_SESSION_TIMEOUT, req.member_id)
         return
     unknown = req.member_id == ""
-    group = env.get(req.group_id)
+    group = store.get(req.group_id)
     if group is None:
         if not unknown:
             _error(rid, fx, E.UNKNOWN_MEMBER_ID, req.member_id)
             return
-        group = env.get_or_create(req.group_id)
-    if not _accept_joining_member(env, group, req.member_id):
+        group = store.get_or_create(req.group_id)
+    if not _accept_joining_member(store, group, req.member_id):
         member = group.members.get(req.member_id)
         if member is not None:
             remove_member(group, member, fx, ev.GROUP_MAX_SIZE, None)
         group.pending_members.discard(req.member_id)
         _error(rid, fx, E.GROUP_MAX_SIZE_REACHED)
     elif unknown:
-        _new_member_join(env, group, fx, rid, req)
+        _new_member_join(store, group, fx, rid, req)
     else:
-        _current_member_join(env, group, fx, rid, req)
-    maybe_complete_join(env, group, fx)
+        _current_member_join(store, group, fx, rid, req)
+    maybe_complete_join(store, group, fx)
 
 
-def _accept_joining_member(env: GroupStore, group: ClassicGroup, member_id: str) -> bool:
-    limit = env.cfg.group_max_size
+def _accept_joining_member(store: GroupStore, group: ClassicGroup, member_id: str) -> bool:
+    limit = store.cfg.group_max_size
     if group.is_(S.EMPTY, S.DEAD):
         return True
     member = group.members.get(member_id)
@@ -69,7 +74,7 @@ def _accept_joining_member(env: GroupStore, group: ClassicGroup, member_id: str)
 
 
 def _new_member_join(
-    env: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup
 ) -> None:
     if group.is_(S.DEAD):
         _error(rid, fx, E.COORDINATOR_NOT_AVAILABLE, req.member_id)
@@ -78,23 +83,23 @@ def _new_member_join(
         _error(rid, fx, E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         return
     # Kafka: "<instance id or client id>-<UUID>"
-    new_id = env.new_member_id(req.group_instance_id or req.client_id)
+    new_id = store.new_member_id(req.group_instance_id or req.client_id)
     if req.group_instance_id is not None:
         old_id = group.static_member_id(req.group_instance_id)
         if old_id is None:
-            _add_member_and_rebalance(env, group, fx, rid, req, new_id)
+            _add_member_and_rebalance(store, group, fx, rid, req, new_id)
         else:
-            _replace_static_member(env, group, fx, rid, req, old_id, new_id)
+            _replace_static_member(store, group, fx, rid, req, old_id, new_id)
     elif req.require_known_member_id:
         group.pending_members.add(new_id)
         fx.schedule(pending_key(group.group_id, new_id), fx.now + req.session_timeout_ms)
         _error(rid, fx, E.MEMBER_ID_REQUIRED, new_id)
     else:
-        _add_member_and_rebalance(env, group, fx, rid, req, new_id)
+        _add_member_and_rebalance(store, group, fx, rid, req, new_id)
 
 
 def _current_member_join(
-    env: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup
 ) -> None:
     mid = req.member_id
     if group.is_(S.DEAD):
@@ -104,60 +109,98 @@ def _current_member_join(
         _error(rid, fx, E.INCONSISTENT_GROUP_PROTOCOL, mid)
         return
     if mid in group.pending_members:
-        _add_member_and_rebalance(env, group, fx, rid, req, mid)
+        _add_member_and_rebalance(store, group, fx, rid, req, mid)
         return
     error = group.validate_current_member(mid, req.group_instance_id)
     if error is not None:
         _error(rid, fx, error, mid)
         return
-    member = group.members[mid]
-    protocols = list(req.protocols)
-    if group.is_(S.PREPARING_REBALANCE):
+    _KNOWN_MEMBER_JOIN[group.state](store, group, fx, rid, req, group.members[mid])
+
+
+# ---- a known member's JoinGroup, per group state ----------------------------
+
+KnownMemberJoin = Callable[[GroupStore, ClassicGroup, Effects, int, JoinGroup, Member], None]
+
+
+def _join_while_preparing(
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member: Member
+) -> None:
+    """It joins the rebalance in progress (parked until the join completes)."""
+    mid = member.member_id
+    _update_member_and_rebalance(
+        store,
+        group,
+        fx,
+        rid,
+        req,
+        member,
+        ev.MEMBER_JOINED,
+        f"member {mid} joining during PreparingRebalance",
+    )
+
+
+def _join_while_completing(
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member: Member
+) -> None:
+    """Same metadata: it missed the JoinGroup answer, so it gets the current
+    generation again. Changed metadata: a new rebalance."""
+    mid = member.member_id
+    if member.matches(list(req.protocols)):
+        fx.reply(rid, join_answer(group, mid, group.is_leader(mid)))
+    else:
+        _metadata_changed(store, group, fx, rid, req, member)
+
+
+def _join_while_stable(
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member: Member
+) -> None:
+    """The leader rejoining, or changed metadata, starts a rebalance; a
+    follower with the same metadata gets the current generation."""
+    mid = member.member_id
+    if group.is_leader(mid):
         _update_member_and_rebalance(
-            env,
-            group,
-            fx,
-            rid,
-            req,
-            member,
-            ev.MEMBER_JOINED,
-            f"member {mid} joining during PreparingRebalance",
+            store, group, fx, rid, req, member, ev.LEADER_REJOINED, f"leader {mid} rejoined"
         )
-    elif group.is_(S.COMPLETING_REBALANCE):
-        if member.matches(protocols):
-            # it missed the JoinGroup answer: send the current generation again
-            fx.reply(rid, join_answer(group, mid, group.is_leader(mid)))
-        else:
-            _update_member_and_rebalance(
-                env,
-                group,
-                fx,
-                rid,
-                req,
-                member,
-                ev.MEMBER_METADATA_CHANGED,
-                f"member {mid} changed its metadata",
-            )
-    elif group.is_(S.STABLE):
-        if group.is_leader(mid):
-            _update_member_and_rebalance(
-                env, group, fx, rid, req, member, ev.LEADER_REJOINED, f"leader {mid} rejoined"
-            )
-        elif not member.matches(protocols):
-            _update_member_and_rebalance(
-                env,
-                group,
-                fx,
-                rid,
-                req,
-                member,
-                ev.MEMBER_METADATA_CHANGED,
-                f"member {mid} changed its metadata",
-            )
-        else:
-            fx.reply(rid, join_answer(group, mid, False))
-    else:  # Empty: the member must reset and rejoin
-        _error(rid, fx, E.UNKNOWN_MEMBER_ID, mid)
+    elif not member.matches(list(req.protocols)):
+        _metadata_changed(store, group, fx, rid, req, member)
+    else:
+        fx.reply(rid, join_answer(group, mid, False))
+
+
+def _join_while_empty(
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member: Member
+) -> None:
+    """The member must reset and rejoin."""
+    _error(rid, fx, E.UNKNOWN_MEMBER_ID, member.member_id)
+
+
+def _metadata_changed(
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member: Member
+) -> None:
+    mid = member.member_id
+    _update_member_and_rebalance(
+        store,
+        group,
+        fx,
+        rid,
+        req,
+        member,
+        ev.MEMBER_METADATA_CHANGED,
+        f"member {mid} changed its metadata",
+    )
+
+
+# Dead groups never get here (COORDINATOR_NOT_AVAILABLE above)
+_KNOWN_MEMBER_JOIN: dict[S, KnownMemberJoin] = {
+    S.EMPTY: _join_while_empty,
+    S.PREPARING_REBALANCE: _join_while_preparing,
+    S.COMPLETING_REBALANCE: _join_while_completing,
+    S.STABLE: _join_while_stable,
+}
+
+
+# ---- members -----------------------------------------------------------------
 
 
 def _park_join(member: Member, fx: Effects, rid: int) -> None:
@@ -179,7 +222,7 @@ def _update_member(member: Member, fx: Effects, rid: int, req: JoinGroup) -> Non
 
 
 def _update_member_and_rebalance(
-    env: GroupStore,
+    store: GroupStore,
     group: ClassicGroup,
     fx: Effects,
     rid: int,
@@ -189,11 +232,11 @@ def _update_member_and_rebalance(
     detail: str,
 ) -> None:
     _update_member(member, fx, rid, req)
-    maybe_prepare_rebalance(env, group, fx, cause, member.member_id, req.reason, detail)
+    maybe_prepare_rebalance(store, group, fx, cause, member.member_id, req.reason, detail)
 
 
 def _add_member_and_rebalance(
-    env: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member_id: str
+    store: GroupStore, group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup, member_id: str
 ) -> None:
     member = Member(
         member_id=member_id,
@@ -215,15 +258,33 @@ def _add_member_and_rebalance(
     group.add(member)
     # a new member cannot heartbeat before its join completes: bound the wait
     fx.schedule(
-        heartbeat_key(group.group_id, member_id), fx.now + env.cfg.new_member_join_timeout_ms
+        heartbeat_key(group.group_id, member_id), fx.now + store.cfg.new_member_join_timeout_ms
     )
     maybe_prepare_rebalance(
-        env, group, fx, ev.MEMBER_JOINED, member_id, req.reason, f"member {member_id} joined"
+        store, group, fx, ev.MEMBER_JOINED, member_id, req.reason, f"member {member_id} joined"
     )
+
+
+# ---- static members ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _StaticRejoin:
+    """A static member rejoined a Stable group under a new id without a
+    rebalance; what its answer and, if the store fails, the undo need."""
+
+    rid: int
+    instance_id: str
+    old_id: str
+    new_id: str
+    member: Member
+    leader_before: str | None
+    saved: tuple[list[tuple[str, bytes]], int, int]  # protocols, rebalance, session timeouts
+    supports_skip_assignment: bool
 
 
 def _replace_static_member(
-    env: GroupStore,
+    store: GroupStore,
     group: ClassicGroup,
     fx: Effects,
     rid: int,
@@ -262,7 +323,7 @@ def _replace_static_member(
     if group.is_(S.STABLE):
         if not quiet:  # the group's protocol would change: rebalance
             maybe_prepare_rebalance(
-                env,
+                store,
                 group,
                 fx,
                 ev.STATIC_MEMBER_REPLACED,
@@ -271,40 +332,55 @@ def _replace_static_member(
                 detail + " with a protocol change",
             )
             return
-
-        def stored(error: int, fx2: Effects) -> None:
-            if group.members.get(new_id) is not member:
-                return
-            if error != E.NONE:
-                member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = saved
-                member.awaiting_join = None
-                group.replace_static_member(instance_id, new_id, old_id)
-                fx2.cancel(heartbeat_key(group.group_id, new_id))
-                schedule_heartbeat(group, member, fx2)
-                fx2.reply(
-                    rid,
-                    JoinGroupResponse(
-                        store_error_to_client(error),
-                        group.generation,
-                        group.protocol_type,
-                        group.protocol_name,
-                        current_leader or "",
-                        False,
-                        "",
-                    ),
-                )
-                return
-            if member.awaiting_join != rid or not group.is_(S.STABLE):
-                return  # a rebalance took over; its completion answers the member
-            member.awaiting_join = None
-            if req.supports_skip_assignment:
-                leader = group.is_leader(new_id)
-                fx2.reply(rid, join_answer(group, new_id, leader, skip_assignment=leader))
-            else:
-                # older clients: keep the old leader id so nobody recomputes an assignment
-                fx2.reply(rid, join_answer(group, new_id, False, leader=current_leader or ""))
-
-        store_group(group, fx, None, stored)
+        rejoin = _StaticRejoin(
+            rid,
+            instance_id,
+            old_id,
+            new_id,
+            member,
+            current_leader,
+            saved,
+            req.supports_skip_assignment,
+        )
+        store_group(group, fx, None, partial(_static_rejoin_stored, group, rejoin))
     elif group.is_(S.COMPLETING_REBALANCE):
-        prepare_rebalance(env, group, fx, ev.STATIC_MEMBER_REPLACED, new_id, req.reason, detail)
+        prepare_rebalance(store, group, fx, ev.STATIC_MEMBER_REPLACED, new_id, req.reason, detail)
     # PreparingRebalance: the pending join completes with the new identity
+
+
+def _static_rejoin_stored(
+    group: ClassicGroup, rejoin: _StaticRejoin, error: int, fx: Effects
+) -> None:
+    """The group record naming the new id is durable (answer the member) or
+    failed (the old id comes back and the member is told why)."""
+    member, new_id, rid = rejoin.member, rejoin.new_id, rejoin.rid
+    if group.members.get(new_id) is not member:
+        return
+    if error != E.NONE:
+        member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = rejoin.saved
+        member.awaiting_join = None
+        group.replace_static_member(rejoin.instance_id, new_id, rejoin.old_id)
+        fx.cancel(heartbeat_key(group.group_id, new_id))
+        schedule_heartbeat(group, member, fx)
+        fx.reply(
+            rid,
+            JoinGroupResponse(
+                store_error_to_client(error),
+                group.generation,
+                group.protocol_type,
+                group.protocol_name,
+                rejoin.leader_before or "",
+                False,
+                "",
+            ),
+        )
+        return
+    if member.awaiting_join != rid or not group.is_(S.STABLE):
+        return  # a rebalance took over; its completion answers the member
+    member.awaiting_join = None
+    if rejoin.supports_skip_assignment:
+        leader = group.is_leader(new_id)
+        fx.reply(rid, join_answer(group, new_id, leader, skip_assignment=leader))
+    else:
+        # older clients: keep the old leader id so nobody recomputes an assignment
+        fx.reply(rid, join_answer(group, new_id, False, leader=rejoin.leader_before or ""))

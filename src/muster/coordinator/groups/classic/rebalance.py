@@ -1,72 +1,23 @@
-"""The rebalance engine shared by every classic-group handler: prepare a
-rebalance, complete the join phase, hand out assignments, remove members and
-store the group (spec §4-§6)."""
+"""The rebalance of a classic group (spec §4-§6): PreparingRebalance starts,
+the join phase ends (by its JoinPhase), and the group moves on to
+CompletingRebalance (or Empty). SyncGroup (`sync.py`) finishes it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
-from muster.coordinator.context import Effects, heartbeat_key, join_key, sync_key
+from muster.coordinator.context import Effects, join_key, sync_key
 from muster.coordinator.groups.classic.group import ClassicGroup, Member, RebalanceTrace
+from muster.coordinator.groups.classic.members import (
+    remove_member,
+    reset_and_propagate_assignment_error,
+    schedule_heartbeat,
+)
+from muster.coordinator.groups.classic.persist import store_group
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.classic.state import JoinPhase
 from muster.coordinator.groups.store import GroupStore
-from muster.coordinator.responses import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
-from muster.records.offsets_topic import group_metadata_record
-
-INITIAL = "initial"
-DELAYED = "delayed"
-
-
-def store_error_to_client(error: int) -> int:
-    """Kafka's mapping of a failed group store (GroupMetadataManager.storeGroup)."""
-    if error in (
-        E.UNKNOWN_TOPIC_OR_PARTITION,
-        E.NOT_ENOUGH_REPLICAS,
-        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    if error == E.REQUEST_TIMED_OUT:
-        return E.REBALANCE_IN_PROGRESS
-    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.UNKNOWN_SERVER_ERROR
-    return error
-
-
-def store_group(
-    group: ClassicGroup,
-    fx: Effects,
-    assignment: dict[str, bytes] | None,
-    then: Callable[[int, Effects], None] | None = None,
-) -> None:
-    """Append the group's metadata record; `then(error, fx)` runs once durable."""
-    value = group.to_record(assignment)
-    fx.record(group_metadata_record(group.group_id, value))
-    group.store_seq += 1
-    seq = group.store_seq
-
-    def done(error: int, fx2: Effects) -> None:
-        if error == E.NONE and seq > group.persisted_seq:
-            group.persisted = value
-            group.persisted_seq = seq
-        if then is not None:
-            then(error, fx2)
-
-    fx.after_durable(done)
-
-
-def schedule_heartbeat(group: ClassicGroup, member: Member, fx: Effects) -> None:
-    fx.schedule(heartbeat_key(group.group_id, member.member_id), fx.now + member.session_timeout_ms)
-
-
-def member_metadata_list(group: ClassicGroup) -> tuple[JoinGroupMember, ...]:
-    return tuple(
-        JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
-        for m in group.members.values()
-    )
+from muster.coordinator.responses import JoinGroupMember, JoinGroupResponse
 
 
 def join_answer(
@@ -76,6 +27,16 @@ def join_answer(
     leader: str | None = None,
     skip_assignment: bool = False,
 ) -> JoinGroupResponse:
+    """A successful JoinGroup answer for the current generation; the leader's
+    view lists every member's metadata."""
+    members = (
+        tuple(
+            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+            for m in group.members.values()
+        )
+        if leader_view
+        else ()
+    )
     return JoinGroupResponse(
         error_code=E.NONE,
         generation_id=group.generation,
@@ -84,7 +45,7 @@ def join_answer(
         leader=(group.leader_id if leader is None else leader) or "",
         skip_assignment=skip_assignment,
         member_id=member_id,
-        members=member_metadata_list(group) if leader_view else (),
+        members=members,
     )
 
 
@@ -92,7 +53,7 @@ def join_answer(
 
 
 def maybe_prepare_rebalance(
-    env: GroupStore,
+    store: GroupStore,
     group: ClassicGroup,
     fx: Effects,
     cause: str,
@@ -101,11 +62,11 @@ def maybe_prepare_rebalance(
     detail: str = "",
 ) -> None:
     if group.can_rebalance():
-        prepare_rebalance(env, group, fx, cause, member_id, reason, detail)
+        prepare_rebalance(store, group, fx, cause, member_id, reason, detail)
 
 
 def prepare_rebalance(
-    env: GroupStore,
+    store: GroupStore,
     group: ClassicGroup,
     fx: Effects,
     cause: str,
@@ -120,13 +81,13 @@ def prepare_rebalance(
     fx.cancel(sync_key(group.group_id))
     from_state = group.state
     if group.is_(S.EMPTY):
-        delay = env.cfg.group_initial_rebalance_delay_ms
-        group.join_timer = INITIAL
+        delay = store.cfg.group_initial_rebalance_delay_ms
+        group.join_phase = JoinPhase.INITIAL_DELAY
         group.initial_delay_ms = delay
         group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
         deadline = fx.now + delay
     else:
-        group.join_timer = DELAYED
+        group.join_phase = JoinPhase.REBALANCE_TIMEOUT
         deadline = fx.now + group.rebalance_timeout_ms()
     if group.trace is None:
         group.trace = RebalanceTrace(started_ms=fx.now)
@@ -146,47 +107,47 @@ def prepare_rebalance(
     )
     group.transition_to(S.PREPARING_REBALANCE, cause, fx)
     fx.schedule(join_key(group.group_id), deadline)
-    maybe_complete_join(env, group, fx)
+    maybe_complete_join(store, group, fx)
 
 
 # ---- complete the join -----------------------------------------------------
 
 
-def maybe_complete_join(env: GroupStore, group: ClassicGroup, fx: Effects) -> None:
-    """The delayed join completes early once everyone has rejoined; the
-    initial delayed join never does (Kafka's InitialDelayedJoin)."""
+def maybe_complete_join(store: GroupStore, group: ClassicGroup, fx: Effects) -> None:
+    """The rebalance-timeout phase completes early once everyone has rejoined;
+    the initial delay never does (Kafka's InitialDelayedJoin)."""
     if (
         group.is_(S.PREPARING_REBALANCE)
-        and group.join_timer == DELAYED
+        and group.join_phase is JoinPhase.REBALANCE_TIMEOUT
         and group.has_all_members_joined()
     ):
-        complete_join(env, group, fx, ev.ALL_MEMBERS_JOINED)
+        complete_join(store, group, fx, ev.ALL_MEMBERS_JOINED)
 
 
-def on_join_timer(env: GroupStore, group: ClassicGroup, fx: Effects) -> None:
+def on_join_timer(store: GroupStore, group: ClassicGroup, fx: Effects) -> None:
     if not group.is_(S.PREPARING_REBALANCE):
         return
-    if group.join_timer == INITIAL:
+    if group.join_phase is JoinPhase.INITIAL_DELAY:
         if group.new_member_added and group.initial_remaining_ms != 0:
             group.new_member_added = False
-            delay = min(env.cfg.group_initial_rebalance_delay_ms, group.initial_remaining_ms)
+            delay = min(store.cfg.group_initial_rebalance_delay_ms, group.initial_remaining_ms)
             group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
             group.initial_delay_ms = delay
             fx.schedule(join_key(group.group_id), fx.now + delay)
             return
-        complete_join(env, group, fx, ev.INITIAL_DELAY_ELAPSED)
+        complete_join(store, group, fx, ev.INITIAL_DELAY_ELAPSED)
     else:
         waited = (
             ev.ALL_MEMBERS_JOINED
             if group.has_all_members_joined()
-            else (ev.REBALANCE_TIMEOUT_EXPIRED)
+            else ev.REBALANCE_TIMEOUT_EXPIRED
         )
-        complete_join(env, group, fx, waited)
+        complete_join(store, group, fx, waited)
 
 
-def complete_join(env: GroupStore, group: ClassicGroup, fx: Effects, waited_for: str) -> None:
+def complete_join(store: GroupStore, group: ClassicGroup, fx: Effects, waited_for: str) -> None:
     fx.cancel(join_key(group.group_id))
-    group.join_timer = None
+    group.join_phase = None
     removed = []
     for member in group.not_yet_rejoined():
         if not member.is_static:
@@ -196,7 +157,7 @@ def complete_join(env: GroupStore, group: ClassicGroup, fx: Effects, waited_for:
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # nobody rejoined (only static members left): wait another round
-        group.join_timer = DELAYED
+        group.join_phase = JoinPhase.REBALANCE_TIMEOUT
         fx.schedule(join_key(group.group_id), fx.now + group.rebalance_timeout_ms())
         return
     group.generation += 1
@@ -267,66 +228,8 @@ def rebalance_completed(group: ClassicGroup, fx: Effects) -> None:
     group.trace = None
 
 
-# ---- assignments -----------------------------------------------------------
-
-
-def propagate_assignment(group: ClassicGroup, fx: Effects, error: int) -> None:
-    ok = error == E.NONE
-    for member in group.members.values():
-        if member.awaiting_sync is not None:
-            fx.reply(
-                member.awaiting_sync,
-                SyncGroupResponse(
-                    error,
-                    group.protocol_type if ok else None,
-                    group.protocol_name if ok else None,
-                    member.assignment,
-                ),
-            )
-            member.awaiting_sync = None
-            schedule_heartbeat(group, member, fx)
-
-
-def reset_and_propagate_assignment_error(group: ClassicGroup, fx: Effects, error: int) -> None:
-    for member in group.members.values():
-        member.assignment = b""
-    propagate_assignment(group, fx, error)
-
-
-def remove_pending_sync_member(group: ClassicGroup, member_id: str, fx: Effects) -> None:
-    if member_id in group.pending_sync_members:
-        group.pending_sync_members.discard(member_id)
-        if not group.pending_sync_members:
-            fx.cancel(sync_key(group.group_id))
-
-
-# ---- removing members ------------------------------------------------------
-
-
-def remove_member(
-    group: ClassicGroup, member: Member, fx: Effects, cause: str, reason: str | None
-) -> None:
-    """Take the member out (answering its parked requests) without any rebalance."""
-    if member.awaiting_join is not None:
-        fx.reply(member.awaiting_join, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
-        member.awaiting_join = None
-    if member.awaiting_sync is not None:
-        fx.reply(member.awaiting_sync, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
-        member.awaiting_sync = None
-    had_pending_sync = bool(group.pending_sync_members)
-    group.remove(member.member_id)
-    if had_pending_sync and not group.pending_sync_members:
-        fx.cancel(sync_key(group.group_id))
-    fx.cancel(heartbeat_key(group.group_id, member.member_id))
-    fx.emit(
-        ev.MemberRemoved(
-            group.group_id, member.member_id, member.group_instance_id, cause, reason, fx.now
-        )
-    )
-
-
 def remove_member_and_update_group(
-    env: GroupStore,
+    store: GroupStore,
     group: ClassicGroup,
     member: Member,
     fx: Effects,
@@ -334,8 +237,10 @@ def remove_member_and_update_group(
     reason: str | None = None,
     detail: str = "",
 ) -> None:
+    """A member is gone (left, expired): the group rebalances without it, or
+    the join phase in progress may now be complete."""
     remove_member(group, member, fx, cause, reason)
     if group.is_(S.STABLE, S.COMPLETING_REBALANCE):
-        maybe_prepare_rebalance(env, group, fx, cause, member.member_id, reason, detail)
+        maybe_prepare_rebalance(store, group, fx, cause, member.member_id, reason, detail)
     elif group.is_(S.PREPARING_REBALANCE):
-        maybe_complete_join(env, group, fx)
+        maybe_complete_join(store, group, fx)

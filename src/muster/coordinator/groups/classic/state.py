@@ -3,7 +3,7 @@ transitions are legal."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 
 class GroupState(StrEnum):
@@ -32,3 +32,15 @@ class IllegalStateTransition(RuntimeError):
 def check_transition(current: GroupState, new: GroupState) -> None:
     if current not in VALID_PREVIOUS[new]:
         raise IllegalStateTransition(f"{current.value} -> {new.value} is not a valid transition")
+
+
+class JoinPhase(Enum):
+    """What ends a group's PreparingRebalance phase (the `join` timer)."""
+
+    # Kafka's InitialDelayedJoin: an Empty group's first rebalance waits
+    # group.initial.rebalance.delay.ms, again while new members keep arriving,
+    # and never completes early
+    INITIAL_DELAY = "initial_delay"
+    # Kafka's DelayedJoin: completes once every member has rejoined, or when
+    # the rebalance timeout expires
+    REBALANCE_TIMEOUT = "rebalance_timeout"

@@ -1,0 +1,1 @@
+"""TLS, SASL and ACLs as Kafka does them (see README.md)."""
