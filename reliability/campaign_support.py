@@ -59,20 +59,26 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
 def read_all(
     bootstrap: str, topic: str, partitions: int, ends: dict[int, int]
 ) -> dict[tuple[int, int], bytes]:
-    """(partition, offset) -> value of every record below `ends`, read with
-    confluent-kafka from the beginning (read_committed)."""
+    """(partition, offset) -> value of every record below `ends` (or the high
+    watermark, if lower), read with confluent-kafka from the log start
+    (read_committed)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "reliability-reader",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",  # offset 0 below a DeleteRecords floor
         }
     )
     out: dict[tuple[int, int], bytes] = {}
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         deadline = time.monotonic() + 120
+        ends = dict(ends)
+        for p in range(partitions):  # what the log holds, when less than expected
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            ends[p] = min(ends.get(p, 0), high) if high > low else 0
         todo = {p for p in range(partitions) if ends.get(p, 0) > 0}
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 1.0):
@@ -130,3 +136,14 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def add_keep_option(parser: Any) -> None:
+    parser.add_argument("--keep", type=Path, help="directory for the broker's data and log")
+
+
+def campaign_workdir(keep: Path | None, prefix: str) -> Path:
+    """`--keep DIR` (created if needed), else a fresh temporary directory."""
+    workdir = keep or Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir

@@ -66,7 +66,8 @@ class Figures:
             f"{self.lost} lost, {refused:,} produce refused ({kinds}), "
             f"{self.commits_acked} acked commits, {self.commits_lost} lost, "
             f"commits refused while full ({cerr}), slowest answer while full "
-            f"{self.slowest_answer_full_s:.2f}s, resumed without restart in <= {resume:.2f}s, "
+            f"{self.slowest_answer_full_s:.2f}s, resumed without restart within "
+            f"{resume * 1000:.0f} ms of space returning, "
             f"{self.truncations} torn tails cut on reopen"
         )
 

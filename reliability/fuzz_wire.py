@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
-from campaign_support import MusterProcess, rss_mib  # noqa: E402
+from campaign_support import MusterProcess, add_keep_option, campaign_workdir, rss_mib  # noqa: E402
 from capture import RecordingProxy, api_keys, record_sessions  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
@@ -298,16 +298,13 @@ def run(frames: int, seed: int, workers: int, workdir: Path) -> Figures:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import tempfile
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--keep", type=Path, help="directory for the broker's data and log")
+    add_keep_option(parser)
     args = parser.parse_args(argv)
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="muster-fuzz-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = campaign_workdir(args.keep, "muster-fuzz-")
     figures = run(args.frames, args.seed, args.workers, workdir)
     print(figures.line())
     print(f"parked by api key: {dict(sorted(figures.parked_by_api.items()))}; log: {workdir}")

@@ -34,7 +34,6 @@ import select
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +43,7 @@ from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
-from campaign_support import MusterProcess, RawClient, rss_mib  # noqa: E402
+from campaign_support import MusterProcess, RawClient, add_keep_option, campaign_workdir, rss_mib  # noqa: E402
 
 from tests.support.brokers import peer_closed  # noqa: E402
 
@@ -509,10 +508,9 @@ def run(idle: int, workdir: Path) -> Figures:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=int, default=10_000)
-    parser.add_argument("--keep", type=Path, help="directory for the brokers' data and logs")
+    add_keep_option(parser)
     args = parser.parse_args(argv)
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="muster-limits-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = campaign_workdir(args.keep, "muster-limits-")
     figures = run(args.idle, workdir)
     for case in figures.cases:
         print(f"  {'ok ' if case.ok else 'BAD'} {case.name}: {case.outcome} ({case.seconds:.2f}s)")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from muster.log.port import OffsetOutOfRangeError
-from muster.log.segment_log import SegmentLog
+from muster.log.port import OffsetOutOfRangeError, UnreadableLogError
+from muster.log.segment_log import START_OFFSET_FILE, SegmentLog
 from muster.records.batch import iter_records
 from tests.log.conftest import MakeLog
 from tests.log.test_log_contract import batch
@@ -49,3 +49,30 @@ def test_delete_records_drops_whole_segments_and_survives_a_crash(tmp_path: Path
     # an unclean reopen (no close): the start offset is not lost
     again = SegmentLog(tmp_path / "t-0", "t", 0, cfg, clean_shutdown=False)
     assert again.log_start_offset == 15 and again.log_end_offset == 24
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "negative"])
+def test_a_damaged_log_start_file_refuses_the_open_not_serves_deleted_records(
+    tmp_path: Path, damage: str
+) -> None:
+    # found by the torn-writes campaign: an unreadable file read as "no
+    # DeleteRecords", so deleted records were served again after a restart
+    log = SegmentLog(tmp_path / "t-0", "t", 0)
+    for i in range(4):
+        log.append(batch(5), i)
+    log.delete_records(7)
+    log.close()
+    path = tmp_path / "t-0" / START_OFFSET_FILE
+    text = path.read_text()
+    path.write_text(
+        {
+            "truncated": text[:-3],
+            "garbled": "\x00" * len(text),
+            "negative": '{"log_start_offset": -4}',
+        }[damage]
+    )
+    with pytest.raises(UnreadableLogError, match=r"log-start-offset\.json is damaged"):
+        SegmentLog(tmp_path / "t-0", "t", 0, clean_shutdown=False)
+    path.unlink()  # what the message says to do when no copy exists
+    reopened = SegmentLog(tmp_path / "t-0", "t", 0, clean_shutdown=False)
+    assert reopened.log_start_offset == 0 and reopened.log_end_offset == 20

@@ -47,6 +47,35 @@ def frame(api_key: int, version: int, correlation: int, body: object, flexible: 
     return struct.pack(">i", len(data)) + data
 
 
+def long_poll_fetch(topic: str, max_wait_ms: int) -> FetchRequest:
+    """Fetch v11 of partition 0 from offset 0: parked until data or max_wait."""
+    return FetchRequest(
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            FetchTopic(
+                topic=topic,
+                partitions=(
+                    FetchPartition(
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=0,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
 def read_frame(sock: socket.socket) -> bytes:
     def exactly(n: int) -> bytes:
         out = b""
@@ -62,31 +91,7 @@ def read_frame(sock: socket.socket) -> bytes:
 
 def test_answers_follow_request_order(shared_muster: MusterProcess) -> None:
     create_topic(shared_muster.bootstrap, "pipelined")
-    fetch = FetchRequest(
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=800),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            FetchTopic(
-                topic="pipelined",
-                partitions=(
-                    FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
+    fetch = long_poll_fetch("pipelined", 800)
     metadata = MetadataRequest(
         topics=None,
         allow_auto_topic_creation=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import time
 from pathlib import Path
 
@@ -41,3 +42,30 @@ def test_sigterm_with_members_waiting_in_join(tmp_path: Path) -> None:
         broker.close()
         for c in consumers:
             c.close()
+
+
+def test_sigterm_answers_requests_already_read_before_closing(tmp_path: Path) -> None:
+    # Kafka's clean shutdown answers what it has read; muster used to cancel
+    # every request in flight at SIGTERM, so a write already stored could go
+    # unanswered (and be written again by the client's retry)
+    import signal
+    import socket
+
+    from tests.protocol.test_pipelining import frame, long_poll_fetch, read_frame
+
+    broker = MusterProcess(tmp_path / "data")
+    broker.start()
+    try:
+        create_topic(broker.bootstrap, "draining")
+        fetch = long_poll_fetch("draining", 1500)  # parked, within the 3 s drain
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=15) as sock:
+            sock.sendall(frame(1, 11, 77, fetch, False))
+            time.sleep(0.3)
+            assert broker.proc is not None
+            broker.proc.send_signal(signal.SIGTERM)
+            answer = read_frame(sock)  # "connection closed" before the fix
+            assert struct.unpack_from(">i", answer)[0] == 77
+            assert sock.recv(1) == b""  # then closed
+        assert broker.proc.wait(timeout=15) == 0
+    finally:
+        broker.close()

@@ -119,11 +119,13 @@ def serve(
             raise
         fail("the broker (muster.server.broker) is not available in this installation")
 
+    from muster.log.port import UnreadableLogError
+
     try:
         run(config)
     except ConfigError as exc:  # settings the broker refuses once it looks closer
         fail(f"configuration: {exc}", code=2)
-    except StartupError as exc:
+    except (StartupError, UnreadableLogError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         pass

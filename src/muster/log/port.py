@@ -63,6 +63,11 @@ class StorageError(LogError):
     error_code = 56  # KAFKA_STORAGE_ERROR
 
 
+class UnreadableLogError(Exception):
+    """A file the log needs at start is damaged and guessing would serve
+    wrong data; the message names the file and what to do."""
+
+
 @dataclass(frozen=True)
 class AppendInfo:
     base_offset: int  # offset given to the first record appended

@@ -33,7 +33,12 @@ from muster.log.append import append_end_marker, prepare_append
 from muster.log.cleaner import CleanStats, clean_segment_log
 from muster.log.config import LogConfig
 from muster.log.files import fsync_dir, fsync_file, read_json
-from muster.log.port import AppendInfo, OffsetOutOfRangeError, StorageError
+from muster.log.port import (
+    AppendInfo,
+    OffsetOutOfRangeError,
+    StorageError,
+    UnreadableLogError,
+)
 from muster.log.producer_recovery import PRODUCER_SNAPSHOT, ProducerRecovery
 from muster.log.producer_state import ProducerStateManager
 from muster.log.segment import Segment, segment_name
@@ -83,9 +88,26 @@ class SegmentLog(ProducerRecovery):
 
     # ------------------------------------------------------------ loading
 
+    def _read_start_floor(self) -> int:
+        """The DeleteRecords floor. The file is replaced atomically (fsynced
+        temp file, rename), so a crash never tears it: unreadable means the
+        disk damaged it, and reading on from 0 would serve deleted records
+        again, so the log refuses to open instead."""
+        path = self.directory / START_OFFSET_FILE
+        if not path.exists():
+            return 0
+        doc = read_json(path)
+        value = doc.get("log_start_offset") if doc else None
+        if not isinstance(value, int) or value < 0:
+            raise UnreadableLogError(
+                f"{path} is damaged, so the log start of {self.topic}-{self.partition} "
+                "(records deleted by DeleteRecords) is unknown. Restore the file, or "
+                "delete it to serve the partition from its first segment again."
+            )
+        return value
+
     def _load(self, clean_shutdown: bool, now_ms: int) -> None:
-        doc = read_json(self.directory / START_OFFSET_FILE)
-        self._start_floor = int(doc["log_start_offset"]) if doc else 0
+        self._start_floor = self._read_start_floor()
         logs = {p.stem for p in self.directory.glob("*.log")}
         for path in self.directory.iterdir():
             if path.name.endswith(TEMP_SUFFIXES) or (

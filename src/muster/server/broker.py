@@ -31,6 +31,8 @@ from muster.server.transactions import TransactionCoordinator, start_transaction
 
 log = logging.getLogger("muster.broker")
 
+DRAIN_S = 3.0  # how long a graceful stop waits for requests already read
+
 
 class Broker:
     def __init__(self, config: BrokerConfig, extra_apis: tuple[ApiEntry, ...] = ()) -> None:
@@ -40,6 +42,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self.ports: dict[str, int] = {}  # listener name -> bound port
         self._connections: set[asyncio.Task[None]] = set()
+        self._live: dict[asyncio.Task[None], Connection] = {}
         self.admission = Admission(self.config)
         self._background: list[asyncio.Task[None]] = []
         self.port: int | None = None
@@ -186,18 +189,28 @@ class Broker:
                     writer.close()
                     return
             session = Session(served.security, principal)
-            await Connection(self.state, self.table, reader, writer, session).serve()
+            connection = Connection(self.state, self.table, reader, writer, session)
+            self._live[task] = connection
+            await connection.serve()
         except asyncio.CancelledError:
             pass  # broker shutting down
         except Exception:
             log.exception("connection handler crashed")
         finally:
             self._connections.discard(task)
+            self._live.pop(task, None)
             self.admission.release(host)
 
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
+        # Answer what was read (writes finish their fsync, commits their
+        # append) before the coordinators and the logs close: a clean stop
+        # leaves no client retrying a write that was in fact stored.
+        for connection in list(self._live.values()):
+            connection.drain(DRAIN_S)
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=DRAIN_S + 1)
         for task in (*self._background, *self._connections):
             task.cancel()
         for task in (*self._background, *self._connections):

@@ -81,6 +81,7 @@ class Connection:
         self._broken = False
         self._inflight: list[asyncio.Task[Any]] = []
         self._barrier: asyncio.Task[Any] | None = None
+        self._drain_s = 0.0  # > 0 once the broker is stopping (see drain)
 
     async def serve(self) -> None:
         try:
@@ -90,6 +91,10 @@ class Connection:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            if self._drain_s > 0 and self._inflight:
+                # A graceful stop: requests already read are answered (a write
+                # appended and being fsynced, a commit), within the bound.
+                await asyncio.wait(self._inflight, timeout=self._drain_s)
             # The peer is gone, broke the protocol, or the broker is stopping:
             # nobody will read answers still being computed (a parked JoinGroup
             # or a long-polling Fetch), so they are cancelled, not awaited.
@@ -97,6 +102,12 @@ class Connection:
                 task.cancel()
             await asyncio.gather(*self._inflight, return_exceptions=True)
             self.writer.close()
+
+    def drain(self, seconds: float) -> None:
+        """The broker is stopping: read no more requests, answer those read
+        (for at most `seconds`), then close, as Kafka's clean shutdown does."""
+        self._drain_s = seconds
+        self.reader.feed_eof()
 
     async def _read_requests(self) -> None:
         limit = int(self.state.config["socket.request.max.bytes"])
