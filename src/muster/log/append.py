@@ -74,7 +74,7 @@ def prepare_append(
             raise InvalidRecordError("clients are not allowed to write control records")
         if h.producer_id >= 0:
             idempotent = True
-    if config.compact:
+    if config.compact and not coordinator:  # the coordinator writes keys itself
         _check_keys(records, headers)
     log_append = config.log_append_time
     buf = bytearray(records)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from muster.coordinator.context import EXPIRE_OFFSETS_KEY
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
@@ -39,9 +40,41 @@ class CoordinatorLoading(Exception):
 
 @dataclass
 class _Work:
-    kind: str  # "request" | "timer" | "written" | "loaded"
+    kind: str  # "request" | "timer" | "background" (a timer given the lane) | "written" | "loaded"
     payload: Any
     future: asyncio.Future[Any] | None = None
+
+
+class BackgroundLane:
+    """Broker-wide: one background step (an offset-expiry step) at a time.
+
+    Every shard's expiry pass comes due at once and all shards share one event
+    loop: fifty shards each running steps back to back held every request's
+    next hop behind the others' steps (seconds, with 1M offsets expiring). A
+    shard asks for the lane and gets its step queued only when the previous
+    step is done, with the loop's other ready work run in between.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[Callable[[], None]] = deque()
+        self._busy = False
+
+    def request(self, start: Callable[[], None]) -> None:
+        self._waiting.append(start)
+        self._next()
+
+    def done(self) -> None:
+        self._busy = False
+        asyncio.get_running_loop().call_soon(self._next)  # after what is ready now
+
+    def _next(self) -> None:
+        if self._busy or not self._waiting:
+            return
+        self._busy = True
+        self._waiting.popleft()()
+
+
+_BACKGROUND_TIMERS = frozenset({EXPIRE_OFFSETS_KEY.kind})
 
 
 class ShardRuntime:
@@ -54,8 +87,10 @@ class ShardRuntime:
         plog: PartitionLog,
         durability: Durability,
         publish_events: Callable[[list[Any]], None],
+        lane: BackgroundLane | None = None,
     ) -> None:
         self.shard = shard
+        self.lane = lane
         self.plog = plog
         self.durability = durability
         self.publish_events = publish_events
@@ -144,6 +179,12 @@ class ShardRuntime:
                 result = self.shard.handle(request_id, work.payload, now)
             elif work.kind == "timer":
                 result = self.shard.on_timer(work.payload, now)
+            elif work.kind == "background":
+                try:
+                    result = self.shard.on_timer(work.payload, now)
+                finally:
+                    assert self.lane is not None
+                    self.lane.done()
             elif work.kind == "delete_partitions":
                 result = self.shard.delete_partitions(work.payload, now)
             elif work.kind == "written":
@@ -192,7 +233,9 @@ class ShardRuntime:
                 self.plog.append(batches, now, coordinator=True)
             else:
                 limit = self.plog.config.max_message_bytes
-                self.plog.append(_batches(result.records, limit, timestamp_ms=now), now)
+                batches = _batches(result.records, limit, timestamp_ms=now)
+                # coordinator origin: every record has its key, nothing to re-decode
+                self.plog.append(batches, now, coordinator=True)
             self.durability.appended(self.plog, latency_bound=True)
         except (CodedError, OSError) as exc:
             # An escaped OSError would kill the serial loop and leave this entry
@@ -247,6 +290,9 @@ class ShardRuntime:
 
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
+        if self.lane is not None and getattr(key, "kind", None) in _BACKGROUND_TIMERS:
+            self.lane.request(lambda: self._queue.put_nowait(_Work("background", key)))
+            return
         self._queue.put_nowait(_Work("timer", key))
 
 

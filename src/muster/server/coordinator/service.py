@@ -13,6 +13,7 @@ from muster.records.batch import build_batch
 from muster.server.clock import now_ms
 from muster.server.coordinator.runtime import (
     OFFSETS_TOPIC,
+    BackgroundLane,
     GroupCoordinator,
     ShardRuntime,
 )
@@ -64,11 +65,12 @@ async def start_coordinator(state: BrokerState) -> GroupCoordinator:
     publish = make_event_publisher(state)
     count = state.logs.topics()[OFFSETS_TOPIC].num_partitions
     runtimes = []
+    lane = BackgroundLane()
     for p in range(count):
         plog = state.logs.get(OFFSETS_TOPIC, p)
         assert plog is not None
         shard = CoordinatorShard(p, state.config)
-        runtimes.append(ShardRuntime(shard, plog, state.durability, publish))
+        runtimes.append(ShardRuntime(shard, plog, state.durability, publish, lane))
     coordinator = GroupCoordinator(runtimes)
 
     async def load_all() -> None:
