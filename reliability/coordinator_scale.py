@@ -24,27 +24,20 @@ L ms, p99 P ms, K groups emptied`.
 from __future__ import annotations
 
 import argparse
-import io
 import shutil
-import socket
 import statistics
-import struct
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench"), str(Path(__file__).resolve().parent), str(ROOT)]
 
 import common  # noqa: E402  (bench/common.py: brokers on free ports, stopped on exit)
+from campaign_support import RawClient, rss_mib  # noqa: E402
 from coordinator_load import LOADED_RE, create_offsets_topic, wait_for_line  # noqa: E402
-from kio.schema.request_header.v2.header import RequestHeader  # noqa: E402
-from kio.serial import entity_reader, entity_writer  # noqa: E402
-
-from muster.protocol.codec import build, request_schema, response_schema  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 NUM_PARTITIONS = 50
@@ -96,42 +89,8 @@ def last_loaded_group(groups: int) -> str:
     return group_name(best)
 
 
-class Wire:
-    """One connection sending flexible requests and reading their answers."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        self.correlation += 1
-        buf = io.BytesIO()
-        entity_writer(RequestHeader)(
-            buf,
-            RequestHeader(
-                request_api_key=api_key,
-                request_api_version=version,
-                correlation_id=self.correlation,
-                client_id="scale",
-            ),
-        )
-        schema = request_schema(api_key, version)
-        entity_writer(schema)(buf, build(schema, body))
-        data = buf.getvalue()
-        self.sock.sendall(struct.pack(">i", len(data)) + data)
-        (size,) = struct.unpack(">i", self._exactly(4))
-        frame = self._exactly(size)
-        answer, _ = entity_reader(response_schema(api_key, version))(frame, 5)
-        return answer
-
-    def _exactly(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            out += chunk
-        return bytes(out)
+class Wire(RawClient):
+    """The two requests the campaign times, over one raw connection."""
 
     def fetch_offset(self, group: str, partition: int) -> tuple[int, int]:
         """(error code, committed offset) of one partition of TOPIC."""
@@ -170,13 +129,6 @@ class Wire:
             },
         )
         return int(answer.topics[0].partitions[0].error_code)
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 @dataclass
@@ -232,7 +184,7 @@ def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figure
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         try:
-            wire = Wire(port)
+            wire = Wire(port, timeout=60)
             while True:
                 error, offset = wire.fetch_offset(probe, PARTS - 1)
                 if error == LOAD_IN_PROGRESS:
