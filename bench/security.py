@@ -12,8 +12,10 @@ each run the order of the two listeners alternates. With confluent-kafka:
 * sync commits for T seconds from one assign-mode consumer, as groups.py's
   `commits` scenario; commits/s.
 
-Prints medians and the SASL_SSL/PLAINTEXT ratio of each row; the target is
-that TLS costs at most 30% of produce throughput at 1 KiB (ratio >= 0.70).
+Prints medians and the SASL_SSL/PLAINTEXT ratio of each row, and the CPU
+seconds the broker and this (client) process spent on each produce case; the
+target is that TLS costs at most 30% of produce throughput at 1 KiB (ratio >=
+0.70).
 
     .venv/bin/python bench/security.py            # 3 runs
     .venv/bin/python bench/security.py --quick    # 10x fewer messages, 2 s of commits
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import uuid
@@ -88,6 +91,13 @@ def broker_cpu_s(broker: Broker) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def client_cpu_s() -> float:
+    """This process's CPU time: the producer (librdkafka's threads and the
+    produce() loop), the other side of a case's wall time on a 2-core machine."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def client_conf(listener: str, certs: Path) -> dict[str, str]:
     if listener == "PLAINTEXT":
         return {}
@@ -121,13 +131,17 @@ def main(argv: list[str] | None = None) -> int:
                     for size, count in counts.items():
                         topic = f"sec-{size}-{uuid.uuid4().hex[:8]}"
                         create_topic(bootstrap["PLAINTEXT"], topic)
-                        cpu0 = broker_cpu_s(broker)
+                        cpu0, client0 = broker_cpu_s(broker), client_cpu_s()
                         secs = produce(bootstrap[listener], topic, size, count, "all", conf)
                         label = f"produce {size} B acks=all ({count // 1000}k), msgs/s"
                         results.setdefault(label, {}).setdefault(listener, []).append(count / secs)
                         cpu_label = f"broker CPU s for produce {size} B ({count // 1000}k)"
                         cpu.setdefault(cpu_label, {}).setdefault(listener, []).append(
                             broker_cpu_s(broker) - cpu0
+                        )
+                        client_label = f"client CPU s for produce {size} B ({count // 1000}k)"
+                        cpu.setdefault(client_label, {}).setdefault(listener, []).append(
+                            client_cpu_s() - client0
                         )
                     n, secs = confluent_committer(bootstrap[listener], topic, commit_s, extra=conf)
                     label = "sync commits, commits/s"
@@ -147,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         target=TARGET,
     )
     common.print_ratio_table(
-        "broker CPU seconds (user+system) spent on the same produce runs, median",
+        "broker and client CPU seconds (user+system) spent on the same produce runs, median",
         [
             {"label": label, **{li: {"cpu s": median(v)} for li, v in by.items()}}
             for label, by in cpu.items()

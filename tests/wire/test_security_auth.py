@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import ssl
 import struct
 import subprocess
@@ -286,14 +287,53 @@ def test_handshake_v0_then_bare_tokens(broker: MusterProcess) -> None:
     assert bad.sock.recv(4) == b""  # closed without an answer, as Kafka does
 
 
+def _log_lines(broker: MusterProcess, text: str) -> list[str]:
+    return [line for line in broker.log_text().splitlines() if text in line]
+
+
+def _await_log_line(broker: MusterProcess, text: str, before: int) -> list[str]:
+    """The broker's log lines holding `text`, once there are more than `before`."""
+    deadline = time.monotonic() + 10
+    while len(lines := _log_lines(broker, text)) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return lines
+
+
 def test_plaintext_client_on_tls_port_is_closed(broker: MusterProcess, certs: Path) -> None:
+    """Closed with one log line naming the client, the listener and the likely
+    mistake (asyncio alone logs a failed handshake only in debug mode)."""
     before = _topics(broker)
+    hint = "the client sent no TLS handshake"
+    seen = len(_log_lines(broker, hint))
     raw = RawClient(broker.ports["SASL_SSL"])
+    port = raw.sock.getsockname()[1]
     with pytest.raises(Closed):
         raw.call(3, 12, {"topics": [{"name": "created-over-plaintext"}]})
+    lines = _await_log_line(broker, hint, seen)
+    assert len(lines) == seen + 1
+    assert f"127.0.0.1:{port} on TLS listener SASL_SSL" in lines[-1]
+    assert "security.protocol=PLAINTEXT or SASL_PLAINTEXT" in lines[-1]
     tls = RawClient(broker.ports["SASL_SSL"], tls_context(certs))  # TLS still works after
     assert tls.plain_login(ADMIN, ADMIN_PW).error_code == 0
     assert _topics(broker) == before
+    assert "Traceback" not in broker.log_text()
+
+
+def test_tls_client_on_plaintext_port_is_closed(broker: MusterProcess, certs: Path) -> None:
+    """The reverse mistake: a TLS ClientHello read as a Kafka frame. One line
+    saying so instead of "frame of 369295616 bytes"; the client sees a close."""
+    hint = "a TLS handshake on SASL_PLAINTEXT listener SASL_PLAINTEXT"
+    seen = len(_log_lines(broker, hint))
+    sock = socket.create_connection(("127.0.0.1", broker.ports["SASL_PLAINTEXT"]), timeout=10)
+    port = sock.getsockname()[1]
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        tls_context(certs).wrap_socket(sock, server_hostname="localhost")
+    lines = _await_log_line(broker, hint, seen)
+    assert len(lines) == seen + 1
+    assert f"127.0.0.1:{port}" in lines[-1] and "security.protocol=SSL or SASL_SSL" in lines[-1]
+    raw = RawClient(broker.ports["SASL_PLAINTEXT"])  # plaintext still served after
+    assert raw.plain_login("alice", "alice-secret").error_code == 0
+    assert "Traceback" not in broker.log_text()
 
 
 def test_expired_reauth_session_is_closed(broker: MusterProcess) -> None:

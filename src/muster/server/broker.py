@@ -23,6 +23,7 @@ from muster.server.coordinator.runtime import GroupCoordinator
 from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
+from muster.server.listen import start_listener, tls_handshake
 from muster.server.metrics import BrokerMetrics
 from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.startup import DataDirLock, StartupError, bind_listener, listen_failed
@@ -80,8 +81,8 @@ class Broker:
             for served, sock in zip(security.served, socks, strict=True):
                 li = served.listener
                 try:
-                    server = await asyncio.start_server(
-                        partial(self._accept, served), sock=sock, limit=1 << 20, ssl=served.ssl
+                    server = await start_listener(
+                        partial(self._accept, served), sock, 1 << 20, served.ssl is not None
                     )
                 except OSError as exc:
                     # SO_REUSEADDR lets two sockets bind one port while neither
@@ -180,6 +181,10 @@ class Broker:
         assert task is not None
         self._connections.add(task)
         try:
+            if served.ssl is not None and not await tls_handshake(
+                writer, served.ssl, served.listener.name, _address(peer)
+            ):
+                return
             principal = "User:ANONYMOUS"
             if served.listener.protocol == "SSL":
                 try:
@@ -232,6 +237,10 @@ class Broker:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def _address(peer: object) -> str:
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
 
 def setup_logging(level: str = "INFO") -> None:

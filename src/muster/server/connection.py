@@ -27,6 +27,7 @@ from muster.security.session import ListenerSecurity, Rejected, Session
 from muster.server.api_table import ApiEntry
 from muster.server.clock import now_ms
 from muster.server.handlers.api_versions import supported_versions
+from muster.server.listen import looks_like_tls
 from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,12 @@ class Connection:
             # until authenticated, Kafka's smaller sasl.server.max.receive.size
             cap = self.session.frame_limit(limit)
             if size < (0 if self.session.raw_tokens else 8) or size > cap:
+                if looks_like_tls(prefix):
+                    raise ProtocolViolation(
+                        f"a TLS handshake on {self.session.listener.protocol} listener "
+                        f"{self.session.listener.name}; is the client configured for "
+                        "security.protocol=SSL or SASL_SSL?"
+                    )
                 raise ProtocolViolation(f"frame of {size} bytes (limit {cap})")
             # Kafka has no read timeout per request, only the idle one, which
             # any byte resets: one byte a second would hold a connection (and
