@@ -81,7 +81,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\(B")
 SUMMARY_ROW = re.compile(r"^\|\s*(\d{4}_\S+)\s*\|\s*([A-Z][A-Z ]*?)\s*\|\s*([\d.]+)s\s*\|\s*(.*)$")
 FAILED_AT = re.compile(r'^### Test "(.*?)" failed at (.*?) ###\s*$')
 STATE_LINE = re.compile(r"^=+ Test (\S+) (PASSED|FAILED|SKIPPED) =+")
-# a sub-test's verdict: "[0018_cgrp_term / 10.489s] [ do_test:194: with_queue=false: PASS (10.49s) ]"
+# a sub-test verdict: "[0018_cgrp_term / 10.4s] [ do_test:194: with_queue=false: PASS (10.49s) ]"
 SUB_PASS = re.compile(r"\[ .+: PASS \([\d.]+s\) \]\s*$")
 
 
