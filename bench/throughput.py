@@ -149,8 +149,12 @@ def run_broker_once(
     results: dict,
     run_no: int,
 ) -> None:
-    kw = {"settings": muster_settings} if name == "muster" else {}
-    with common.running(name, **kw) as b:
+    kw: dict = {}
+    if name.startswith("muster"):
+        kw["settings"] = dict(muster_settings)
+        if name == "muster-nofsync":
+            kw["settings"]["muster.fsync"] = "never"
+    with common.running(name.split("-")[0], **kw) as b:
         common.console.print(f"[dim]run {run_no}: {name} on {b.bootstrap}[/dim]")
         for case in CASES:
             n = case.count(counts)
@@ -193,45 +197,52 @@ def phase_rows(brokers: list[str], results: dict, counts: dict) -> Iterator[tupl
 
 
 def print_tables(brokers: list[str], results: dict, counts: dict, runs: int) -> dict:
-    summary: dict[str, dict] = {}
-    peers = [b for b in brokers if b != "muster"]
-    table = Table(
-        title=f"broker CPU per GB and MB/s, rdkafka_performance, median of {runs} run(s)",
-        title_justify="left",
-    )
-    table.add_column("phase / case", style="bold")
-    for b in brokers:
-        table.add_column(f"{b}\ncpu-s/GB", justify="right")
-    for b in brokers:
-        table.add_column(f"{b}\nMB/s", justify="right")
-    if "muster" in brokers and peers:
-        table.add_column("muster/best peer\n(cpu-s/GB)", justify="right")
-    if "muster" in brokers and "tansu" in brokers:
-        table.add_column("muster/tansu\n(MB/s)", justify="right")
-    for phase, case, key, figs in phase_rows(brokers, results, counts):
-        summary[key] = figs
-        cells = [f"{phase} {case.label}"]
-        cells += [common.fmt_num(figs[b]["cpu_s_per_GB"], 1) for b in brokers]
+    """Two tables: broker CPU-s per GB (ratio to the best peer, lower is better) and
+    MB/s with the broker's core share (ratio to Tansu)."""
+    peers = [b for b in brokers if not b.startswith("muster")]
+    musters = [b for b in brokers if b.startswith("muster")]
+    rows = list(phase_rows(brokers, results, counts))
+    summary: dict[str, dict] = {key: figs for _, _, key, figs in rows}
+    for _, _, _, figs in rows:
+        best = min((figs[p]["cpu_s_per_GB"] or 1e9 for p in peers), default=None)
+        figs["ratios"] = {
+            **{f"{m}/best peer cpu": common.ratio(figs[m]["cpu_s_per_GB"], best) for m in musters},
+            **{
+                f"{m}/tansu MB/s": common.ratio(figs[m]["MB/s"], figs["tansu"]["MB/s"])
+                for m in musters
+                if "tansu" in brokers
+            },
+        }
+    for what, col, ratio_key, hib, target in (
+        ("broker CPU seconds per GB of payload", "cpu_s_per_GB", "best peer cpu", False, 2.0),
+        ("MB/s of payload (broker CPU / client wall)", "MB/s", "tansu MB/s", True, 1.0),
+    ):
+        table = Table(
+            title=f"{what}, rdkafka_performance, median of {runs} run(s)", title_justify="left"
+        )
+        table.add_column("phase / case", style="bold")
         for b in brokers:
-            core = common.fmt_num((figs[b]["core"] or 0) * 100)
-            cells.append(f"{common.fmt_num(figs[b]['MB/s'], 1)} ({core}%)")
-        if "muster" in brokers and peers:
-            best = min(
-                (figs[p]["cpu_s_per_GB"] for p in peers if figs[p]["cpu_s_per_GB"]), default=None
+            table.add_column(b, justify="right")
+        shown = [m for m in musters if f"{m}/{ratio_key}" in rows[0][3]["ratios"]] if rows else []
+        for m in shown:
+            table.add_column(
+                f"{m}/\n{ratio_key.split()[0]} {ratio_key.split()[1]}", justify="right"
             )
-            r = common.ratio(figs["muster"]["cpu_s_per_GB"], best)
-            figs["ratio_cpu_vs_best_peer"] = r
-            cells.append(common.fmt_ratio(r, higher_is_better=False, target=2.0))
-        if "muster" in brokers and "tansu" in brokers:
-            r = common.ratio(figs["muster"]["MB/s"], figs["tansu"]["MB/s"])
-            figs["ratio_mbps_vs_tansu"] = r
-            cells.append(common.fmt_ratio(r))
-        table.add_row(*cells)
-    common.console.print(table)
+        for phase, case, _, figs in rows:
+            cells = [f"{phase} {case.label}"]
+            for b in brokers:
+                cell = common.fmt_num(figs[b][col], 1)
+                if col == "MB/s":
+                    cell += f" ({common.fmt_num((figs[b]['core'] or 0) * 100)}%)"
+                cells.append(cell)
+            for m in shown:
+                r = figs["ratios"][f"{m}/{ratio_key}"]
+                cells.append(common.fmt_ratio(r, higher_is_better=hib, target=target))
+            table.add_row(*cells)
+        common.console.print(table)
     common.console.print(
-        "MB/s columns: (N%) is the broker's CPU time / the client process's wall time "
-        "(100% = one core busy); "
-        "ratio targets: cpu-s/GB <= 2.0x the best peer, MB/s >= 1.0x Tansu when both saturate."
+        "(N%) is the broker's CPU time / the client process's wall time (100% = one core). "
+        "Targets: cpu-s/GB <= 2.0x the best peer; MB/s >= 1.0x Tansu when both saturate."
     )
     return summary
 
@@ -244,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=60.0, help="MB of payload per case (default 60)")
     ap.add_argument("--quick", action="store_true", help="6 MB per case (smoke test)")
     ap.add_argument(
-        "--brokers", default="muster,tansu,kfake", help="comma list (muster,tansu,kfake)"
+        "--brokers",
+        default="muster,muster-nofsync,tansu,kfake",
+        help="comma list; muster-nofsync is muster with muster.fsync=never",
     )
     ap.add_argument("--cases", help="subset of case keys, e.g. 100B-none-p1,1024B-lz4-p100")
     ap.add_argument("--binary", type=Path, default=DEFAULT_BIN, help="rdkafka_performance path")
