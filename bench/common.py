@@ -454,19 +454,19 @@ def _quiet_logger() -> logging.Logger:
 RDK_LOGGER = _quiet_logger()
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30) -> None:
     """Creates a topic with confluent-kafka and waits until every partition has a leader."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": RDK_LOGGER})
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
-        operation_timeout=30,
-        request_timeout=30,
+        operation_timeout=timeout,
+        request_timeout=timeout,
     )
     for f in futures.values():
-        f.result(timeout=60)
-    deadline = time.monotonic() + 30
+        f.result(timeout=timeout * 2)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
         if (
