@@ -198,7 +198,7 @@ async def curve_groups(b: common.Broker, g: int, hb_seconds: float) -> dict[str,
         count = min(WAVE_GROUPS, g - start)
         conns = await open_conns(b.port, 2 * count)
         wave = [
-            Member(conns[2 * i + k], f"groups-{g}-{start + i}", topic, session_ms=600_000)
+            Member(conns[2 * i + k], f"groups-{g}-{start + i}", topic, session_ms=300_000)
             for i in range(count)
             for k in (0, 1)
         ]
@@ -228,7 +228,8 @@ async def curve_groups(b: common.Broker, g: int, hb_seconds: float) -> dict[str,
             raise RuntimeError(f"heartbeat error {code}")
         lat.append(secs)
     await asyncio.gather(*(c.close() for c in pool))
-    await asyncio.gather(*{id(m.conn): m.conn.close() for m in members}.values())
+    shared = {id(m.conn): m.conn for m in members}
+    await asyncio.gather(*(c.close() for c in shared.values()))
     return {
         "form_s": formed,
         "hb_p50_ms": statistics.median(lat) * 1e3,
