@@ -374,6 +374,12 @@ def running(name: str, **kw: object) -> Iterator[Broker]:
 # statistics and output
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def median(values: Iterable[float]) -> float | None:
     vals = [v for v in values if v is not None]
     return statistics.median(vals) if vals else None

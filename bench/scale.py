@@ -76,11 +76,6 @@ HB_RATE = 1000.0
 MUSTER_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 
 
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -170,14 +165,14 @@ async def curve_members(b: common.Broker, n: int) -> dict[str, float]:
         rebalance = time.perf_counter() - t0
         everyone = [*members, newcomer]
         rounds = max(3, 4000 // len(everyone))
-        cpu0 = cpu_s(b.proc.pid)
+        cpu0 = common.cpu_seconds(b.proc.pid)
         lat: list[float] = []
         for _ in range(rounds):
             for secs, code in await asyncio.gather(*(m.heartbeat() for m in everyone)):
                 if code != 0:
                     raise RuntimeError(f"heartbeat error {code}")
                 lat.append(secs)
-        per_hb = (cpu_s(b.proc.pid) - cpu0) / len(lat)
+        per_hb = (common.cpu_seconds(b.proc.pid) - cpu0) / len(lat)
         return {
             "form_s": formed,
             "rebalance_s": rebalance,
@@ -282,7 +277,7 @@ async def curve_partitions(b: common.Broker, parts: int) -> dict[str, float]:
                 if session_id == 0:
                     out["session_us_per_poll"] = float("nan")  # no sessions: say so
                     continue
-            cpu0 = cpu_s(b.proc.pid)
+            cpu0 = common.cpu_seconds(b.proc.pid)
             lat = []
             for _ in range(polls):
                 body = fetch_body(topic, parts, session_id, epoch, mode == "full")
@@ -292,7 +287,7 @@ async def curve_partitions(b: common.Broker, parts: int) -> dict[str, float]:
                 lat.append(secs)
                 if mode == "session":
                     epoch += 1
-            out[f"{mode}_us_per_poll"] = (cpu_s(b.proc.pid) - cpu0) / polls * 1e6
+            out[f"{mode}_us_per_poll"] = (common.cpu_seconds(b.proc.pid) - cpu0) / polls * 1e6
             out[f"{mode}_p50_ms"] = statistics.median(lat) * 1e3
     finally:
         await conn.close()

@@ -80,23 +80,17 @@ class Case:
 CASES = [Case(s, c, p) for s in SIZES for c in CODECS for p in PARTITIONS]
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of ``pid`` so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_client(argv: list[str], broker: common.Broker) -> tuple[float, float, str]:
     """Run one rdkafka_performance process; (process wall seconds, broker CPU seconds
     over the process's life, output)."""
     assert broker.proc is not None
-    cpu0 = cpu_seconds(broker.proc.pid)
+    cpu0 = common.cpu_seconds(broker.proc.pid)
     t0 = time.monotonic()
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=PHASE_TIMEOUT_S, check=False
     )
     wall = time.monotonic() - t0
-    cpu = cpu_seconds(broker.proc.pid) - cpu0
+    cpu = common.cpu_seconds(broker.proc.pid) - cpu0
     out = done.stdout + done.stderr
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:3])} exited {done.returncode}:\n{out[-2000:]}")

@@ -58,6 +58,14 @@ def _uvarint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
+def _count(out: bytearray, n: int, flexible: bool) -> None:
+    """An array's or a byte string's length: compact (n + 1) from v12, else int32."""
+    if flexible:
+        _uvarint(out, n + 1)
+    else:
+        out += _I32.pack(n)
+
+
 def _ms(value: Any) -> int:
     if isinstance(value, datetime.timedelta):
         return int(value / datetime.timedelta(milliseconds=1))
@@ -82,10 +90,7 @@ def encode_fetch_response(version: int, payload: Any) -> bytes | Chunks | None:
     else:
         out += _I32.pack(_ms(payload.get("throttle_time", 0)))
     topics = payload.get("responses") or ()
-    if flexible:
-        _uvarint(out, len(topics) + 1)
-    else:
-        out += _I32.pack(len(topics))
+    _count(out, len(topics), flexible)
     part = _PART_V5 if version >= 5 else _PART_V4
     for topic in topics:
         if topic.keys() not in _TOPIC_KEYS:
@@ -103,10 +108,7 @@ def encode_fetch_response(version: int, payload: Any) -> bytes | Chunks | None:
                 out += _I16.pack(len(name))
             out += name
         parts = topic["partitions"]
-        if flexible:
-            _uvarint(out, len(parts) + 1)
-        else:
-            out += _I32.pack(len(parts))
+        _count(out, len(parts), flexible)
         for p in parts:
             if not p.keys() <= _PART_KEYS:
                 return None
@@ -124,10 +126,7 @@ def encode_fetch_response(version: int, payload: Any) -> bytes | Chunks | None:
             if aborted is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                if flexible:
-                    _uvarint(out, len(aborted) + 1)
-                else:
-                    out += _I32.pack(len(aborted))
+                _count(out, len(aborted), flexible)
                 for txn in aborted:
                     out += _ABORTED.pack(txn["producer_id"], txn["first_offset"])
                     if flexible:
@@ -138,10 +137,7 @@ def encode_fetch_response(version: int, payload: Any) -> bytes | Chunks | None:
             if records is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                if flexible:
-                    _uvarint(out, len(records) + 1)
-                else:
-                    out += _I32.pack(len(records))
+                _count(out, len(records), flexible)
                 if len(records) >= _CHUNK_MIN:
                     chunks.append(out)
                     chunks.append(records)
