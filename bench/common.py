@@ -317,6 +317,35 @@ def start_tansu(
     return b.start(timeout, unset=unset)
 
 
+def kfake_binary() -> Path:
+    """franz-go's kfake (a Go in-memory Kafka), from ../shared/peers/ (or $KFAKE_BIN)."""
+    path = Path(os.environ.get("KFAKE_BIN") or REPO_ROOT.parent / "shared" / "peers" / "kfake")
+    if not path.exists():
+        raise FileNotFoundError(f"kfake binary not found at {path} (set KFAKE_BIN)")
+    return path
+
+
+def start_kfake(
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    log_dir: Path | None = None,
+    timeout: float = 30.0,
+) -> Broker:
+    """Start the peer broker kfake (one in-memory broker, no fsync) on a free port.
+    kfake listens on 127.0.0.1 only; topics are created by the benchmark."""
+    port = port or free_port(host)
+    log_dir = log_dir or RESULTS_DIR / "logs"
+    b = Broker(
+        name="kfake",
+        argv=[str(kfake_binary()), "-ports", str(port), "-log-level", "warn"],
+        host=host,
+        port=port,
+        log_path=log_dir / f"kfake-{port}.log",
+    )
+    return b.start(timeout)
+
+
 def start_broker(name: str, **kw: object) -> Broker:
     if name == "muster":
         return start_muster(**kw)  # type: ignore[arg-type]
@@ -325,6 +354,10 @@ def start_broker(name: str, **kw: object) -> Broker:
         kw.pop("python", None)
         kw.pop("data_dir", None)
         return start_tansu(**kw)  # type: ignore[arg-type]
+    if name == "kfake":
+        for k in ("settings", "python", "data_dir"):
+            kw.pop(k, None)
+        return start_kfake(**kw)  # type: ignore[arg-type]
     raise ValueError(f"unknown broker {name!r}")
 
 
@@ -339,6 +372,12 @@ def running(name: str, **kw: object) -> Iterator[Broker]:
 
 # ---------------------------------------------------------------------------
 # statistics and output
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def median(values: Iterable[float]) -> float | None:
@@ -421,19 +460,19 @@ def _quiet_logger() -> logging.Logger:
 RDK_LOGGER = _quiet_logger()
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30) -> None:
     """Creates a topic with confluent-kafka and waits until every partition has a leader."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": RDK_LOGGER})
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
-        operation_timeout=30,
-        request_timeout=30,
+        operation_timeout=timeout,
+        request_timeout=timeout,
     )
     for f in futures.values():
-        f.result(timeout=60)
-    deadline = time.monotonic() + 30
+        f.result(timeout=timeout * 2)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
         if (

@@ -138,3 +138,40 @@ def test_kafka_python_consumer_reads_everything_through_a_session(
     finally:
         consumer.close()
     assert sorted(got) == sorted([r[2] for r in rows] + [b"late"])
+
+
+def test_session_partition_moved_out_of_range_is_answered_without_new_data(
+    shared_muster: MusterProcess,
+) -> None:
+    """An idle session partition is left out of the answer, but one whose
+    position the client moved past the log end gets its error, though no
+    record or watermark changed."""
+    create_topic(shared_muster.bootstrap, "sessions-range", partitions=3)
+    confluent_produce(shared_muster.bootstrap, "sessions-range", [(1, None, b"x", [])])
+    with socket.create_connection(("127.0.0.1", shared_muster.port), timeout=10) as sock:
+        full = _fetch(
+            sock,
+            {
+                "session_id": 0,
+                "session_epoch": 0,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "topics": _parts("sessions-range", {0: 0, 1: 1, 2: 0}),
+            },
+            1,
+        )
+        assert full.error_code == 0 and len(_answered(full)) == 3
+        moved = _fetch(
+            sock,
+            {
+                "session_id": full.session_id,
+                "session_epoch": 1,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "topics": _parts("sessions-range", {2: 7}),
+            },
+            2,
+        )
+    [entry] = [p for t in moved.responses for p in t.partitions]
+    assert entry.partition_index == 2
+    assert entry.error_code == 1  # OFFSET_OUT_OF_RANGE

@@ -201,6 +201,8 @@ class ProducerStateManager:
     def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
         """With `high_watermark`, transactions whose marker is at or past it
         count as still open."""
+        if not self.ongoing and not self.finishing:
+            return None  # the common case, asked for every partition of every Fetch
         first = min(self.ongoing.values(), default=None)
         if high_watermark is None:
             return first

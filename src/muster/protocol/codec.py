@@ -30,9 +30,11 @@ from kio.serial._introspect import (
 )
 
 from muster.protocol.bounds import BoundsError, check_request
+from muster.protocol.fetch_response import Chunks, encode_fetch_response
 from muster.protocol.legacy import legacy_schema
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+_FETCH = 1
 
 
 class DecodeError(ValueError):
@@ -73,13 +75,19 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
 
 
 def encode_response(api_key: int, version: int, payload: Mapping[str, Any] | Any) -> bytes:
-    return bytes(encode_response_view(api_key, version, payload))
+    body = encode_response_view(api_key, version, payload)
+    return b"".join(body) if isinstance(body, Chunks) else bytes(body)
 
 
 def encode_response_view(
     api_key: int, version: int, payload: Mapping[str, Any] | Any
-) -> memoryview:
-    """The encoded body without a final copy (Fetch answers carry megabytes)."""
+) -> memoryview | bytes | Chunks:
+    """The encoded body without a final copy (Fetch answers carry megabytes: theirs
+    may come as Chunks, the record sets not copied into one buffer)."""
+    if api_key == _FETCH:
+        fast = encode_fetch_response(version, payload)
+        if fast is not None:
+            return fast
     schema = response_schema(api_key, version)
     entity = build(schema, payload)
     buf = io.BytesIO()

@@ -16,6 +16,7 @@ from muster.protocol.codec import (
     encode_response,
     encode_response_view,
 )
+from muster.protocol.fetch_response import Chunks
 from muster.protocol.header import (
     API_VERSIONS_KEY,
     is_flexible,
@@ -51,7 +52,7 @@ class _Answer:
         self.api_key = api_key
         self.version = version
         self.flexible = flexible
-        self.body: bytes | memoryview | None = None  # None when done: no answer (acks=0)
+        self.body: bytes | memoryview | Chunks | None = None  # None when done: no answer (acks=0)
         self.done = False
 
 
@@ -273,6 +274,12 @@ class Connection:
             if body is None:
                 continue
             header = response_header(answer.correlation_id, answer.api_key, answer.flexible)
+            if isinstance(body, Chunks):
+                # a Fetch answer in pieces: its record sets go out uncopied
+                self.writer.write(_LENGTH.pack(len(header) + body.nbytes) + header)
+                for chunk in body:
+                    self.writer.write(chunk)
+                continue
             prefix = _LENGTH.pack(len(header) + len(body)) + header
             if len(body) > _JOIN_LIMIT:
                 # a megabyte Fetch body goes to the socket without a join copy
