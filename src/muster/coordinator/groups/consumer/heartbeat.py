@@ -109,9 +109,7 @@ def _validate(store: GroupStore, req: ConsumerGroupHeartbeat) -> None:
             raise Reject(E.INVALID_REQUEST, "InstanceId can't be null.")
     elif epoch < LEAVE_EPOCH:
         raise Reject(E.INVALID_REQUEST, "MemberEpoch is invalid.")
-    if req.subscribed_topic_regex is not None:
-        if req.subscribed_topic_regex == "":
-            raise Reject(E.INVALID_REGULAR_EXPRESSION, "SubscribedTopicRegex can't be empty.")
+    if req.subscribed_topic_regex:  # librdkafka sends "" for no regex
         try:
             re.compile(req.subscribed_topic_regex)
         except re.error as exc:
