@@ -121,3 +121,26 @@ def test_static_member_rejoin_keeps_its_partitions(broker: MusterProcess) -> Non
     finally:
         other.abandon()
         static.abandon()
+
+
+def test_partitions_added_are_assigned_without_any_member_rejoining(
+    broker: MusterProcess,
+) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    b, topic, group = broker.bootstrap, "cp-grow", "cp-grow-g"
+    create_topic(b, topic, partitions=2)
+    members = [_member(broker, group, topic, f"g{i}") for i in range(2)]
+    try:
+        wait_until(lambda: _balanced(members, topic, 2), 30, "a balanced group of 2")
+        before = [m.assignment() for m in members]
+        seen = [len(m.event_log()) for m in members]
+        client = admin(b)
+        client.create_partitions([NewPartitions(topic, 6)])[topic].result(30)
+        wait_until(lambda: _balanced(members, topic, 6), 30, "the 4 new partitions assigned")
+        for m, had, n in zip(members, before, seen, strict=True):
+            assert had <= m.assignment()
+            assert all(e[0] == "assign" for e in m.event_log()[n:]), m.event_log()
+    finally:
+        for m in members:
+            m.abandon()

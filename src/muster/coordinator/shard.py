@@ -486,7 +486,9 @@ class CoordinatorShard:
         appended = len(fx.records)
         for gid in req.groups:
             error = self._group_error(gid, req)
-            if error is None:
+            if error is None and gid in self.store.consumer:
+                error = consumer.delete_group(self.offsets, fx, self.store.consumer[gid])
+            elif error is None:
                 group = self.store.get(gid)
                 if group is None or group.is_(S.DEAD):
                     error = E.GROUP_ID_NOT_FOUND
@@ -507,7 +509,11 @@ class CoordinatorShard:
             fx.reply(rid, rs.OffsetDeleteResponse(error))
             return
         appended = len(fx.records)
-        resp = self.offsets.offset_delete(fx, req)
+        cgroup = self.store.consumer.get(req.group_id)
+        if cgroup is not None:
+            resp = consumer.offset_delete(self.offsets, fx, cgroup, req)
+        else:
+            resp = self.offsets.offset_delete(fx, req)
         if len(fx.records) == appended:
             fx.reply(rid, resp)
         else:

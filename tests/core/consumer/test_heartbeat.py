@@ -269,3 +269,33 @@ def test_replay_after_restart_keeps_every_assignment(
     live = h.shard.store.consumer[G]
     assert fresh.store.consumer[G] == live
     assert fresh.store.consumer[G].members["m0"].assigned == live.members["m0"].assigned
+
+
+def test_delete_groups_and_offset_delete_follow_kafkas_rules(h: Harness) -> None:
+    a = Member(h, "a")
+    settle([a])
+    commit = (
+        rq.CommitTopic("t1", (rq.CommitPartition(0, 5),)),
+        rq.CommitTopic("other", (rq.CommitPartition(0, 7),)),
+    )
+    assert (
+        h.reply(h.send(rq.OffsetCommit(G, commit, a.epoch, "a"))).topics[0].partitions[0].error_code
+        == 0
+    )
+    deleted = h.reply(h.send(rq.DeleteGroups((G,)))).results[0]
+    assert deleted.error_code == E.NON_EMPTY_GROUP
+    resp = h.reply(
+        h.send(
+            rq.OffsetDelete(
+                G, (rq.OffsetDeleteTopic("t1", (0,)), rq.OffsetDeleteTopic("other", (0,)))
+            )
+        )
+    )
+    assert [t.partitions[0].error_code for t in resp.topics] == [E.GROUP_SUBSCRIBED_TO_TOPIC, 0]
+    join = rq.JoinGroup(G, "", 10000, 10000, "consumer", (("range", b""),))
+    assert h.reply(h.send(join)).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    a.beat(epoch=-1, names=None, owned=None, rebalance_timeout_ms=-1)
+    assert h.reply(h.send(rq.DeleteGroups((G,)))).results[0].error_code == E.NONE
+    assert G not in h.shard.store.consumer
+    fetched = h.reply(h.send(rq.OffsetFetch((rq.FetchGroup(G, None),)))).groups[0]
+    assert fetched.topics == ()

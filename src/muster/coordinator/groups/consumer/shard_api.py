@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from muster.coordinator import errors as E
+from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
 from muster.coordinator.groups.consumer import heartbeat as hb
 from muster.coordinator.groups.consumer.api import (
@@ -24,6 +25,9 @@ from muster.coordinator.groups.consumer.member import MemberState
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
     RECORD_TYPES,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
     decode_consumer_group_key,
     decode_consumer_group_value,
 )
@@ -135,3 +139,47 @@ def validate_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: in
 
 def all_groups(store: GroupStore) -> Iterable[ConsumerGroup]:
     return list(store.consumer.values())
+
+
+def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
+    """DeleteGroups on a consumer group: only an empty one goes (Kafka's
+    ConsumerGroup.validateDeleteGroup), with its offsets and its records."""
+    if group.members:
+        return E.NON_EMPTY_GROUP
+    offsets.remove_offsets(group, offsets.removable(group.group_id), fx)
+    gid = group.group_id
+    for key in (
+        ConsumerGroupTargetAssignmentMetadataKey(gid),
+        ConsumerGroupPartitionMetadataKey(gid),
+        ConsumerGroupMetadataKey(gid),
+    ):
+        hb.write(offsets.store, fx, key, None)
+    return E.NONE
+
+
+def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:
+    """OffsetDelete on a consumer group: refused for topics a member subscribes
+    to (GROUP_SUBSCRIBED_TO_TOPIC), as Kafka's ConsumerGroup.isSubscribedToTopic."""
+    subscribed = set(group.topics)
+    for m in group.members.values():
+        subscribed |= m.subscribed_topic_names
+    errors: dict[tuple[str, int], int] = {}
+    eligible = []
+    for t in req.topics:
+        for p in t.partitions:
+            if t.name in subscribed:
+                errors[(t.name, p)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                errors[(t.name, p)] = E.NONE
+                eligible.append((t.name, p))
+    if eligible:
+        offsets.remove_offsets(group, eligible, fx)
+    return rs.OffsetDeleteResponse(
+        E.NONE,
+        tuple(
+            rs.TopicErrors(
+                t.name, tuple(rs.PartitionError(p, errors[(t.name, p)]) for p in t.partitions)
+            )
+            for t in req.topics
+        ),
+    )
