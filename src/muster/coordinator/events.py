@@ -468,5 +468,8 @@ def fold(events: Iterable[GroupEvent]) -> list[Rebalance | Note]:
                 items.append(Note(event.at_ms or 0, event))
         elif isinstance(event, GroupStateChanged) and event.to_state == "Dead":
             items.append(Note(event.at_ms or 0, event))
+        elif isinstance(event, _consumer.CONSUMER_EVENT_TYPES):
+            # a consumer group has no rebalance barrier: each step is told alone
+            items.append(Note(event.at_ms or 0, event))  # type: ignore[arg-type]
     flush_removals()
     return items

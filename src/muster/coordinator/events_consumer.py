@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from muster.coordinator.event_base import Cause, _Event
+from muster.coordinator.event_base import Cause, _Event, cause
 
 
 class ConsumerMemberJoinedCause(Cause):
@@ -82,6 +82,13 @@ class ConsumerGroupEpochBumped(_Event):
     member_count: int
     at_ms: int
 
+    def sentence(self) -> str:
+        who = f" (member {self.member_id})" if self.member_id else ""
+        return (
+            f"the group epoch moved to {self.epoch}: {cause(self.cause).text}{who};"
+            f" {self.member_count} member(s) now"
+        )
+
 
 @dataclass(frozen=True)
 class ConsumerTargetAssigned(_Event):
@@ -91,6 +98,12 @@ class ConsumerTargetAssigned(_Event):
     member_count: int
     changed_members: tuple[str, ...]
     at_ms: int
+
+    def sentence(self) -> str:
+        return (
+            f"the {self.assignor} assignor computed the target of epoch {self.epoch} for"
+            f" {self.member_count} member(s); {len(self.changed_members)} got a new target"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,22 @@ class ConsumerMemberReconciled(_Event):
     revoking: tuple[str, ...]
     at_ms: int
 
+    def sentence(self) -> str:
+        who = f"member {self.member_id}"
+        if self.to_epoch == -2:
+            return f"static {who} left for now, keeping its {self.assigned} partition(s)"
+        if self.state == "UNREVOKED_PARTITIONS":
+            return (
+                f"{who} must give up {len(self.revoking)} partition(s) before it moves past"
+                f" epoch {self.to_epoch}: {', '.join(self.revoking)}"
+            )
+        if self.state == "UNRELEASED_PARTITIONS":
+            return (
+                f"{who} reached epoch {self.to_epoch} with {self.assigned} partition(s) and"
+                " waits for other members to release the rest of its target"
+            )
+        return f"{who} reached epoch {self.to_epoch} with {self.assigned} partition(s)"
+
 
 @dataclass(frozen=True)
 class ConsumerMemberRemoved(_Event):
@@ -112,6 +141,9 @@ class ConsumerMemberRemoved(_Event):
     instance_id: str | None
     cause: str
     at_ms: int
+
+    def sentence(self) -> str:
+        return f"member {self.member_id} was removed ({cause(self.cause).text})"
 
 
 CONSUMER_EVENT_TYPES = (

@@ -299,3 +299,18 @@ def test_delete_groups_and_offset_delete_follow_kafkas_rules(h: Harness) -> None
     assert G not in h.shard.store.consumer
     fetched = h.reply(h.send(rq.OffsetFetch((rq.FetchGroup(G, None),)))).groups[0]
     assert fetched.topics == ()
+
+
+def test_explain_tells_each_step_of_a_consumer_group(h: Harness) -> None:
+    from muster.coordinator.events import from_json
+    from muster.explain import explain
+
+    a, b = Member(h, "a"), Member(h, "b")
+    a.beat()
+    b.beat()
+    a.beat()  # told to give three partitions up
+    events = [from_json(e.to_json()) for e in h.events]  # as stored in the events topic
+    text = "\n".join(line for block in explain(events) for line in block).lower()  # type: ignore[arg-type]
+    assert "the group epoch moved to 2: a member joined the consumer group (member b)" in text
+    assert "member a must give up 3 partition(s) before it moves past epoch 1" in text
+    assert "the uniform assignor computed the target of epoch 2 for 2 member(s)" in text
