@@ -52,6 +52,11 @@ class ConsumerMetadataChangedCause(Cause):
     code, words = "consumer_metadata_changed", "a subscribed topic was created, grown or deleted"
 
 
+class ConsumerRegexResolvedCause(Cause):
+    code = "consumer_regex_resolved"
+    words = "a subscribed regular expression matched other topics"
+
+
 class ConsumerSessionExpiredCause(Cause):
     code, words = "consumer_session_expired", "a member stopped heartbeating"
 
@@ -68,6 +73,7 @@ CONSUMER_STATIC_MEMBER_LEFT = ConsumerStaticMemberLeftCause.code
 CONSUMER_STATIC_MEMBER_REPLACED = ConsumerStaticMemberReplacedCause.code
 CONSUMER_SUBSCRIPTION_CHANGED = ConsumerSubscriptionChangedCause.code
 CONSUMER_METADATA_CHANGED = ConsumerMetadataChangedCause.code
+CONSUMER_REGEX_RESOLVED = ConsumerRegexResolvedCause.code
 CONSUMER_SESSION_EXPIRED = ConsumerSessionExpiredCause.code
 CONSUMER_REVOCATION_TIMEOUT = ConsumerRevocationTimeoutCause.code
 

@@ -314,3 +314,27 @@ def test_explain_tells_each_step_of_a_consumer_group(h: Harness) -> None:
     assert "the group epoch moved to 2: a member joined the consumer group (member b)" in text
     assert "member a must give up 3 partition(s) before it moves past epoch 1" in text
     assert "the uniform assignor computed the target of epoch 2 for 2 member(s)" in text
+
+
+def test_regex_topics_come_on_a_later_heartbeat_and_new_topics_are_picked_up(
+    h: Harness,
+) -> None:
+    a = Member(h, "a", topics=("t2",))
+    first = a.beat(names=("t2",), subscribed_topic_regex="t[0-9]")
+    # the literal topic now; the regex is resolved after this heartbeat's target
+    assert {t for t, _ in first.assignment} == {T2}
+    assert group(h).regexes["t[0-9]"][0] == {"t1", "t2"}
+    a.beat()
+    a.beat()
+    assert {t for t, _ in a.partitions()} == {T1, T2}
+    t3 = uuid.UUID(int=3)
+    a.image = {**TOPICS, "t3": SubscribedTopic(t3, 2), "__consumer_offsets": SubscribedTopic(T1, 5)}
+    a.beat()
+    assert "t3" not in group(h).regexes["t[0-9]"][0]  # resolved less than 10 s ago
+    h.advance(10_000)
+    for _ in range(3):
+        a.beat()
+    assert {t for t, _ in a.partitions()} == {T1, T2, t3}
+    # unsubscribing from the regex drops its resolution
+    a.beat(names=("t2",), subscribed_topic_regex="")
+    assert group(h).regexes == {}

@@ -32,6 +32,7 @@ from muster.records.consumer_group_records import (
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
     ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -55,6 +56,9 @@ class ConsumerGroup:
     targets: dict[str, Partitions] = field(default_factory=dict)
     # subscription metadata: every topic some member subscribes to that exists
     topics: dict[str, SubscribedTopic] = field(default_factory=dict)
+    # regular expressions members subscribe with -> (matching topics, when
+    # resolved, ms); ConsumerGroupRegularExpression records
+    regexes: dict[str, tuple[frozenset[str], int]] = field(default_factory=dict)
     # (topic id, partition) -> the member holding it (assigned or pending
     # revocation); derived from `members`
     owners: dict[tuple[TopicId, int], str] = field(default_factory=dict)
@@ -67,6 +71,7 @@ class ConsumerGroup:
             members=dict(self.members),
             targets=dict(self.targets),
             topics=dict(self.topics),
+            regexes=dict(self.regexes),
             owners=dict(self.owners),
         )
 
@@ -171,6 +176,16 @@ def removal_records(group_id: str, member_id: str) -> list[tuple[object, object 
     ]
 
 
+def regex_record(
+    group_id: str, regex: str, topics: frozenset[str] | None, now: int
+) -> tuple[object, object | None]:
+    """A resolved regular expression (None: no member uses it any more)."""
+    key = ConsumerGroupRegularExpressionKey(group_id, regex)
+    if topics is None:
+        return key, None
+    return key, ConsumerGroupRegularExpressionValue(tuple(sorted(topics)), 0, now)
+
+
 def epoch_record(group_id: str, epoch: int) -> tuple[object, object]:
     return ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(epoch)
 
@@ -229,7 +244,12 @@ def apply(groups: dict[str, ConsumerGroup], key: object, value: object | None) -
     elif kind is ConsumerGroupCurrentMemberAssignmentKey:
         _apply_current_assignment(group, key.member_id, value)  # type: ignore[attr-defined]
     elif kind is ConsumerGroupRegularExpressionKey:
-        pass  # regexes are resolved at each heartbeat; nothing kept from these
+        regex = key.regular_expression  # type: ignore[attr-defined]
+        if value is None:
+            group.regexes.pop(regex, None)
+        else:
+            v: ConsumerGroupRegularExpressionValue = value  # type: ignore[assignment]
+            group.regexes[regex] = (frozenset(v.topics), v.timestamp)
 
 
 def _apply_member_metadata(group: ConsumerGroup, member_id: str, value: object | None) -> None:

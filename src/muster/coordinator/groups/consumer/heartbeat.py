@@ -28,6 +28,7 @@ from muster.assignors.consumer.registry import ASSIGNORS
 from muster.coordinator import errors as E
 from muster.coordinator import events_consumer as ce
 from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.groups.consumer import regex as regexes
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResponse,
@@ -318,6 +319,10 @@ def _heartbeat(
     after = reconcile_member(store, fx, group, before, req.owned)
     fx.schedule(session_key(gid, member_id), fx.now + cfg.consumer_session_timeout_ms)
 
+    # 5. regular expressions resolved (or dropped): they count from the next heartbeat
+    if regexes.refresh(partial(write, store, fx), fx, group, req.topics):
+        bump_after_regex(store, fx, group, req.topics, member_id)
+
     full = req.member_epoch == 0 or (
         req.rebalance_timeout_ms != -1
         and req.subscribed_topic_names is not None
@@ -351,31 +356,40 @@ def _assignment(assigned: Partitions) -> TopicPartitionList:
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(assigned.items()))
 
 
-def subscribed_names(m: ConsumerMember, topics: object) -> frozenset[str]:
-    """The topic names the member subscribes to: its names, and the existing
-    topics its regex matches in full (Python's `re`, RE2/J's syntax for the
-    common cases; internal topics never match, as in Kafka)."""
+def subscribed_names(m: ConsumerMember, group: ConsumerGroup) -> frozenset[str]:
+    """The topic names the member subscribes to: its names, and what the
+    group's resolution of its regex matched (`regex.py`)."""
     if not m.subscribed_topic_regex:
         return m.subscribed_topic_names
-    pattern = re.compile(m.subscribed_topic_regex)
-    matched = {
-        name
-        for name in topics  # type: ignore[attr-defined]
-        if not name.startswith("__") and pattern.fullmatch(name)
-    }
-    return m.subscribed_topic_names | matched
+    found = group.regexes.get(m.subscribed_topic_regex)
+    return m.subscribed_topic_names if found is None else m.subscribed_topic_names | found[0]
 
 
 def subscription_metadata(group: ConsumerGroup, image: object) -> dict[str, SubscribedTopic]:
     names: set[str] = set()
     for m in group.members.values():
-        names |= subscribed_names(m, image)
+        names |= subscribed_names(m, group)
     out = {}
     for name in sorted(names):
         found = image.get(name)  # type: ignore[attr-defined]
         if found is not None:
             out[name] = found
     return out
+
+
+def bump_after_regex(
+    store: GroupStore, fx: Effects, group: ConsumerGroup, image: object, member_id: str
+) -> None:
+    gid = group.group_id
+    topics = subscription_metadata(group, image)
+    if topics != group.topics:
+        write(store, fx, *subscription_metadata_record(gid, topics))
+    write(store, fx, *epoch_record(gid, group.epoch + 1))
+    fx.emit(
+        ce.ConsumerGroupEpochBumped(
+            gid, group.epoch, ce.CONSUMER_REGEX_RESOLVED, member_id, "", len(group.members), fx.now
+        )
+    )
 
 
 def preferred_assignor(store: GroupStore, group: ConsumerGroup) -> str:
@@ -394,7 +408,7 @@ def preferred_assignor(store: GroupStore, group: ConsumerGroup) -> str:
 def compute_target(store: GroupStore, fx: Effects, group: ConsumerGroup, image: object) -> None:
     gid = group.group_id
     members = {
-        mid: TargetMember(subscribed_names(m, image), m.instance_id, m.rack_id)
+        mid: TargetMember(subscribed_names(m, group), m.instance_id, m.rack_id)
         for mid, m in group.members.items()
     }
     assignor = preferred_assignor(store, group)
@@ -528,6 +542,7 @@ def fence(
     for key, value in removal_records(gid, member.member_id):
         write(store, fx, key, value)
     group = store.consumer[gid]
+    regexes.refresh(partial(write, store, fx), fx, group, None)  # drops unused ones
     topics = subscription_metadata(group, group.topics if image is None else image)
     if topics != group.topics:
         write(store, fx, *subscription_metadata_record(gid, topics))
