@@ -338,3 +338,21 @@ def test_regex_topics_come_on_a_later_heartbeat_and_new_topics_are_picked_up(
     # unsubscribing from the regex drops its resolution
     a.beat(names=("t2",), subscribed_topic_regex="")
     assert group(h).regexes == {}
+
+
+def test_consumer_group_offsets_expire_only_for_topics_no_member_subscribes_to(
+    make: Callable[..., Harness],
+) -> None:
+    h = make(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1_000)
+    a = Member(h, "a")
+    settle([a])
+    commit = (
+        rq.CommitTopic("t1", (rq.CommitPartition(0, 5),)),
+        rq.CommitTopic("old", (rq.CommitPartition(0, 7),)),
+    )
+    h.reply(h.send(rq.OffsetCommit(G, commit, a.epoch, "a")))
+    for _ in range(13):  # a heartbeats on while a minute passes
+        h.advance(5_000)
+        a.beat()
+    got = h.reply(h.send(rq.OffsetFetch((rq.FetchGroup(G, None),)))).groups[0]
+    assert [t.name for t in got.topics] == ["t1"]

@@ -12,6 +12,7 @@ from muster.coordinator import events as ev
 from muster.coordinator.context import Effects, heartbeat_key
 from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.consumer.group import ConsumerGroup
 from muster.coordinator.groups.store import GroupStore
 from muster.coordinator.offsets.state import (
     TP,
@@ -475,9 +476,15 @@ class OffsetManager:
         now = fx.now
         if not self._expiry_pass:
             self._expiry_pass.extend(group.group_id for group in self.store)
+            self._expiry_pass.extend(self.store.consumer)
         removed = 0
         while self._expiry_pass and removed < budget:
-            group = self.store.get(self._expiry_pass.popleft())
+            group_id = self._expiry_pass.popleft()
+            cgroup = self.store.consumer.get(group_id)
+            if cgroup is not None:
+                removed += self._expire_consumer_group(cgroup, fx, now, retention)
+                continue
+            group = self.store.get(group_id)
             if group is None:
                 continue
             offsets = self.groups.get(group.group_id)
@@ -491,6 +498,30 @@ class OffsetManager:
                 removed += len(expired)
             self.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
         return not self._expiry_pass
+
+    def _expire_consumer_group(
+        self, group: ConsumerGroup, fx: Effects, now: int, retention: int
+    ) -> int:
+        """Kafka's rule for consumer groups: offsets of a topic some member
+        subscribes to never expire; others once the retention has passed
+        since their commit (or at their explicit expiry)."""
+        offsets = self.groups.get(group.group_id)
+        if offsets is None:
+            return 0
+        subscribed = group.subscribed_topics()
+        expired = [
+            tp
+            for tp, c in offsets.visible_items()
+            if tp not in offsets.pending
+            and tp[0] not in subscribed
+            and (
+                now >= c.expire_timestamp
+                if c.expire_timestamp >= 0
+                else now - c.commit_timestamp >= retention
+            )
+        ]
+        self.remove_offsets(group, expired, fx)
+        return len(expired)
 
 
 def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retention: int) -> bool:

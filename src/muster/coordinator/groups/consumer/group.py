@@ -118,6 +118,13 @@ class ConsumerGroup:
                     if self.owners.get((topic, p)) == member.member_id:
                         del self.owners[(topic, p)]
 
+    def subscribed_topics(self) -> set[str]:
+        """Topics some member subscribes to (Kafka's isSubscribedToTopic)."""
+        names = set(self.topics)
+        for m in self.members.values():
+            names |= m.subscribed_topic_names
+        return names
+
     def topic_names(self) -> dict[TopicId, str]:
         return {t.topic_id: name for name, t in self.topics.items()}
 

@@ -160,9 +160,7 @@ def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
 def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:
     """OffsetDelete on a consumer group: refused for topics a member subscribes
     to (GROUP_SUBSCRIBED_TO_TOPIC), as Kafka's ConsumerGroup.isSubscribedToTopic."""
-    subscribed = set(group.topics)
-    for m in group.members.values():
-        subscribed |= m.subscribed_topic_names
+    subscribed = group.subscribed_topics()
     errors: dict[tuple[str, int], int] = {}
     eligible = []
     for t in req.topics:
