@@ -366,7 +366,7 @@ class CoordinatorShard:
 
     def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
         error = self._group_error(req.group_id, req)
-        if error is None and req.group_id in self.store.consumer:
+        if error is None and not consumer.classic_join_allowed(self.store, fx, req.group_id):
             error = E.INCONSISTENT_GROUP_PROTOCOL  # no classic members in consumer groups yet
         if error is not None:
             fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))

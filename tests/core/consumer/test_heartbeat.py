@@ -301,6 +301,19 @@ def test_delete_groups_and_offset_delete_follow_kafkas_rules(h: Harness) -> None
     assert fetched.topics == ()
 
 
+def test_an_empty_consumer_group_turns_classic_when_a_classic_member_joins(h: Harness) -> None:
+    a = Member(h, "a")
+    settle([a])
+    topic = (rq.CommitTopic("t1", (rq.CommitPartition(0, 9),)),)
+    h.reply(h.send(rq.OffsetCommit(G, topic, a.epoch, "a")))
+    a.beat(epoch=-1, names=None, owned=None, rebalance_timeout_ms=-1)
+    join = rq.JoinGroup(G, "", 10000, 10000, "consumer", (("range", b""),))
+    assert h.reply(h.send(join)).error_code == E.NONE
+    assert G not in h.shard.store.consumer and h.shard.group(G) is not None
+    got = h.reply(h.send(rq.OffsetFetch((rq.FetchGroup(G, None),)))).groups[0]
+    assert got.topics[0].partitions[0].committed_offset == 9  # offsets stay
+
+
 def test_explain_tells_each_step_of_a_consumer_group(h: Harness) -> None:
     from muster.coordinator.events import from_json
     from muster.explain import explain

@@ -20,7 +20,7 @@ from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeatResponse,
 )
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
-from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
 from muster.coordinator.groups.consumer.member import MemberState
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
@@ -147,14 +147,34 @@ def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
     if group.members:
         return E.NON_EMPTY_GROUP
     offsets.remove_offsets(group, offsets.removable(group.group_id), fx)
+    _tombstones(offsets.store, fx, group)
+    return E.NONE
+
+
+def classic_join_allowed(store: GroupStore, fx: Effects, group_id: str) -> bool:
+    """A classic JoinGroup for a consumer group: an empty one is dropped (its
+    records tombstoned, its offsets kept) and the classic group starts, as
+    Kafka's offline downgrade does; a live one refuses (classic members inside
+    a consumer group are not served yet)."""
+    group = store.consumer.get(group_id)
+    if group is None:
+        return True
+    if group.members:
+        return False
+    _tombstones(store, fx, group)
+    return True
+
+
+def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
     gid = group.group_id
+    for regex in sorted(group.regexes):
+        hb.write(store, fx, *regex_record(gid, regex, None, fx.now))
     for key in (
         ConsumerGroupTargetAssignmentMetadataKey(gid),
         ConsumerGroupPartitionMetadataKey(gid),
         ConsumerGroupMetadataKey(gid),
     ):
-        hb.write(offsets.store, fx, key, None)
-    return E.NONE
+        hb.write(store, fx, key, None)
 
 
 def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:
