@@ -110,3 +110,40 @@ def test_random_scenario(make: Callable[..., Harness], seed: int) -> None:
     if live:
         owned = set().union(*(m.partitions() for m in live.values()))
         assert len(owned) == image["t1"].partitions + image["t2"].partitions
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_arbitrary_heartbeats_get_an_answer_never_an_exception(
+    make: Callable[..., Harness], seed: int
+) -> None:
+    """Bad input is a Kafka error code: random field combinations, member ids,
+    epochs, owned partitions (known and unknown topic ids) and regexes."""
+    from muster.coordinator.groups.consumer.api import ConsumerGroupHeartbeat
+
+    rng = random.Random(seed)
+    h = make()
+    image = {"t1": SubscribedTopic(T1, 4), "t2": SubscribedTopic(T2, 3)}
+    known = {E.NONE, E.INVALID_REQUEST, E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH}
+    known |= {E.GROUP_ID_NOT_FOUND, E.UNRELEASED_INSTANCE_ID, E.FENCED_INSTANCE_ID}
+    known |= {E.UNSUPPORTED_ASSIGNOR, E.INVALID_REGULAR_EXPRESSION, E.INVALID_GROUP_ID}
+    for _ in range(300):
+        owned = rng.choice(
+            [None, (), ((T1, (0, 1)),), ((uuid.UUID(int=9), (5,)),), ((T2, (7, -1)),)]
+        )
+        req = ConsumerGroupHeartbeat(
+            rng.choice(["g", "g", ""]),
+            rng.choice(["a", "b", "c", ""]),
+            rng.choice([-3, -2, -1, 0, 0, 1, 2, 3, 7]),
+            instance_id=rng.choice([None, None, "i", ""]),
+            rack_id=rng.choice([None, "r", ""]),
+            rebalance_timeout_ms=rng.choice([-1, 0, 1000]),
+            subscribed_topic_names=rng.choice([None, (), ("t1",), ("t1", "nope")]),
+            subscribed_topic_regex=rng.choice([None, "", "t.*", "(", "[a-"]),
+            server_assignor=rng.choice([None, "uniform", "range", "x"]),
+            owned=owned,
+            topics=image,
+        )
+        resp = h.reply(h.send(req))
+        assert resp.error_code in known, resp
+        if rng.random() < 0.1:
+            h.advance(rng.choice([1_000, 30_000, 50_000]))
