@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupState, TopicPartition
+from typer.testing import CliRunner
 
+from muster.cli.main import app
 from tests.support.brokers import MusterProcess
 from tests.wire.clients import create_topic
 from tests.wire.group_helpers import (
@@ -22,6 +24,7 @@ from tests.wire.group_helpers import (
     wait_until,
 )
 
+WIDE = {"COLUMNS": "250"}  # the CLI's tables unwrapped
 SETTINGS = {
     "group.consumer.session.timeout.ms": "6000",
     "group.consumer.heartbeat.interval.ms": "300",
@@ -66,6 +69,11 @@ def test_three_form_one_leaves_and_only_its_partitions_move(broker: MusterProces
         desc = client.describe_consumer_groups([group])[group].result(30)
         assert desc.state == ConsumerGroupState.STABLE
         assert len(desc.members) == 2
+        shown = CliRunner().invoke(
+            app, ["groups", "describe", group, "--members", "--bootstrap-server", b], env=WIDE
+        )
+        assert shown.exit_code == 0, shown.output
+        assert "Type: consumer" in shown.output and "Target" in shown.output
         assert not [m.errors for m in members if m.errors]
     finally:
         for m in members:
