@@ -87,6 +87,25 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.min.session.timeout.ms", int, 6000, "Smallest session timeout accepted."),
     Property("group.max.session.timeout.ms", int, 1800000, "Largest session timeout accepted."),
     Property("group.max.size", int, 2147483647, "Most members in one group."),
+    Property(
+        "group.consumer.session.timeout.ms",
+        int,
+        45000,
+        "Consumer-protocol (KIP-848) members are fenced after this silence.",
+    ),
+    Property(
+        "group.consumer.heartbeat.interval.ms",
+        int,
+        5000,
+        "How often consumer-protocol members are told to heartbeat.",
+    ),
+    Property("group.consumer.max.size", int, 2147483647, "Most members in one consumer group."),
+    Property(
+        "group.consumer.assignors",
+        str,
+        "uniform,range",
+        "Server assignors of consumer groups; the first is the default.",
+    ),
     Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
     Property(

@@ -152,6 +152,8 @@ def note_sentence(event: Event) -> str:
         return store_failed_sentence(event)
     if isinstance(event, GroupStateChanged):
         return dead_sentence(event)
+    if hasattr(event, "sentence"):  # consumer-group events say themselves
+        return str(event.sentence())
     return type(event).__name__
 
 

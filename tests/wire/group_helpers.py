@@ -114,6 +114,10 @@ class GroupMember:
             "heartbeat.interval.ms": 500,
             **conf,
         }
+        if config.get("group.protocol") == "consumer":
+            # KIP-848: the broker dictates session and heartbeat interval
+            # (librdkafka refuses these settings in that mode)
+            del config["session.timeout.ms"], config["heartbeat.interval.ms"]
         self.name = str(config.get("client.id", "member"))
         self.consumer = Consumer(config)
         self.lock = threading.Lock()

@@ -179,6 +179,8 @@ def _header(desc: kafka.GroupDescription) -> None:
         protocol = desc.protocol or "(none)"
     console.print(f"Protocol: {escape(protocol)}", soft_wrap=True)
     console.print(f"Members: {len(desc.members)}")
+    if desc.type:
+        console.print(f"Type: {desc.type}")
     if desc.coordinator is not None:
         console.print(f"Coordinator: {desc.coordinator}")
 
@@ -191,22 +193,31 @@ def _members_table(desc: kafka.GroupDescription) -> Table:
     table.add_column("Host")
     table.add_column("#Partitions", justify="right")
     table.add_column("Assignment", overflow="fold")
+    targets = any(m.target is not None for m in desc.members)
+    if targets:  # consumer groups: where each member is heading
+        table.add_column("Target", overflow="fold")
     for m in desc.members:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in m.assignment:
-            by_topic.setdefault(topic, []).append(partition)
-        assignment = " ".join(
-            f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in sorted(by_topic.items())
-        )
-        table.add_row(
+        row = [
             escape(m.member_id),
             escape(m.group_instance_id or "-"),
             escape(m.client_id),
             escape(m.host),
             str(len(m.assignment)),
-            escape(assignment or "-"),
-        )
+            escape(_partitions_text(m.assignment) or "-"),
+        ]
+        if targets:
+            row.append(escape(_partitions_text(m.target or ()) or "-"))
+        table.add_row(*row)
     return table
+
+
+def _partitions_text(pairs: tuple[Key, ...]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in pairs:
+        by_topic.setdefault(topic, []).append(partition)
+    return " ".join(
+        f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in sorted(by_topic.items())
+    )
 
 
 @app.command("describe")

@@ -54,6 +54,9 @@ class GroupMember:
     host: str
     group_instance_id: str | None
     assignment: tuple[TopicPartitionKey, ...]
+    # consumer (KIP-848) groups: what the broker's target gives the member
+    # (None for classic groups, which have no target)
+    target: tuple[TopicPartitionKey, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,12 @@ class GroupDescription:
     is_simple: bool  # no protocol type: assign-mode commits only
     coordinator: int | None
     members: tuple[GroupMember, ...]
+    type: str = ""  # "classic", "consumer" (KIP-848), or "" when unknown
+
+
+def _pairs(assignment: Any) -> tuple[TopicPartitionKey, ...]:
+    parts = assignment.topic_partitions if assignment else []
+    return tuple(sorted((tp.topic, tp.partition) for tp in parts))
 
 
 def _state_name(state: Any) -> str:
@@ -140,12 +149,10 @@ class GroupAdmin(Admin):
                 client_id=m.client_id,
                 host=m.host,
                 group_instance_id=m.group_instance_id,
-                assignment=tuple(
-                    sorted(
-                        (tp.topic, tp.partition)
-                        for tp in (m.assignment.topic_partitions if m.assignment else [])
-                    )
-                ),
+                assignment=_pairs(m.assignment),
+                target=None
+                if getattr(m, "target_assignment", None) is None
+                else _pairs(m.target_assignment),
             )
             for m in desc.members
         )
@@ -156,6 +163,7 @@ class GroupAdmin(Admin):
             is_simple=bool(desc.is_simple_consumer_group),
             coordinator=desc.coordinator.id if desc.coordinator is not None else None,
             members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
+            type=(getattr(desc.type, "name", "") or "").lower().replace("unknown", ""),
         )
 
     def committed_offsets(self, group: str) -> dict[TopicPartitionKey, int]:

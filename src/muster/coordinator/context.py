@@ -24,6 +24,11 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+    # KIP-848 consumer groups (Kafka's group.consumer.* properties)
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2147483647
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any]) -> CoordinatorConfig:
@@ -49,6 +54,18 @@ class CoordinatorConfig:
             offsets_retention_check_interval_ms=get(
                 "offsets.retention.check.interval.ms", d.offsets_retention_check_interval_ms
             ),
+            consumer_session_timeout_ms=get(
+                "group.consumer.session.timeout.ms", d.consumer_session_timeout_ms
+            ),
+            consumer_heartbeat_interval_ms=get(
+                "group.consumer.heartbeat.interval.ms", d.consumer_heartbeat_interval_ms
+            ),
+            consumer_max_size=get("group.consumer.max.size", d.consumer_max_size),
+            consumer_assignors=tuple(
+                a.strip()
+                for a in str(cfg.get("group.consumer.assignors", "uniform,range")).split(",")
+                if a.strip()
+            ),
         )
 
 
@@ -70,6 +87,9 @@ class Effects:
     producer: tuple[int, int] | None = None
     # (producer id, epoch, commit): this step writes a transaction marker
     marker: tuple[int, int, bool] | None = None
+    # consumer groups this step changed at write time -> their objects before
+    # it (None: the group did not exist); restored if the append fails
+    undo: dict[str, Any] = field(default_factory=dict)
 
     def reply(self, request_id: int | None, response: Any) -> None:
         if request_id is not None:

@@ -35,8 +35,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from muster.coordinator import events_consumer as _consumer
+from muster.coordinator.event_base import (  # noqa: F401 (names this module always had)
+    NO_REASON,
+    Cause,
+    _Event,
+    _member,
+    _quoted,
+    _reason,
+    cause,
+)
 
 # The internal topic the broker's runtime writes these events to (one partition,
 # keyed by group id).
@@ -47,69 +58,8 @@ EVENTS_TOPIC = "__muster_group_events"
 # One class per cause of a rebalance, a member's removal or a state change:
 # its code (the `cause` field on disk) and its words. Adding a cause is one
 # new subclass here, used where the coordinator starts the rebalance;
-# `muster.explain`, the analytics and the metrics find it by its code.
-
-
-def _member(member_id: str | None) -> str:
-    return f"member {member_id}" if member_id else "a member"
-
-
-# What the coordinator records (as Kafka does) when LeaveGroup carried no reason
-NO_REASON = "not provided"
-
-
-def _reason(reason: str | None) -> str:
-    if not reason or reason == NO_REASON:
-        return " without giving a reason"
-    return f', giving the reason "{reason}"'
-
-
-def _quoted(reason: str | None) -> str:
-    return f' (reason "{reason}")' if reason else ""
-
-
-class Cause:
-    """Why something happened to a group. Subclasses set `code` and `words`
-    and may say more in `started` (why a rebalance started: one clause),
-    `removed` (a member taken out for this cause: one sentence) and `dead`."""
-
-    code: ClassVar[str] = ""
-    words: ClassVar[str] = ""  # a few words, for lists of causes
-    starts_rebalances: ClassVar[bool] = False  # listed in CAUSES
-    registry: ClassVar[dict[str, type[Cause]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.code:
-            Cause.registry[cls.code] = cls
-
-    def __init__(self, code: str = "") -> None:
-        # an instance of the base class stands for a code this version does not know
-        self.unknown_code = code
-
-    @property
-    def name(self) -> str:
-        return self.code or self.unknown_code
-
-    @property
-    def text(self) -> str:
-        return self.words or self.name.replace("_", " ")
-
-    def started(self, member: str, reason: str | None) -> str:
-        text = self.text if self.name else "no cause was recorded"
-        return text + (f" ({_member(member)})" if member else "")
-
-    def removed(self, who: str, reason: str | None) -> str:
-        return f"{who} was removed ({self.text or 'unknown'})."
-
-    def dead(self) -> str:
-        return f"the group became Dead ({self.text or 'unknown'})."
-
-
-def cause(code: str | None) -> Cause:
-    """The cause with this code (an unknown one keeps its code as its words)."""
-    known = Cause.registry.get(code or "")
-    return known() if known is not None else Cause(code or "")
+# `muster.explain`, the analytics and the metrics find it by its code. The
+# base class is in `event_base`; consumer-group causes in `events_consumer`.
 
 
 class MemberJoined(Cause):
@@ -278,12 +228,6 @@ WAITED_WORDS = {
 WAITED_FOR = tuple(WAITED_WORDS)
 
 
-class _Event:
-    def to_json(self) -> bytes:
-        body = {"type": type(self).__name__, **asdict(self)}  # type: ignore[call-overload]
-        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
 @dataclass(frozen=True)
 class GroupStateChanged(_Event):
     group_id: str
@@ -388,6 +332,10 @@ EVENT_TYPES: dict[str, type[GroupEvent]] = {
         StaticMemberReplaced,
     )
 }
+
+
+# consumer (KIP-848) group events: their own module, read by `from_json` too
+EVENT_TYPES.update({c.__name__: c for c in _consumer.CONSUMER_EVENT_TYPES})  # type: ignore[misc]
 
 
 def _missing(annotation: str) -> Any:
@@ -520,5 +468,8 @@ def fold(events: Iterable[GroupEvent]) -> list[Rebalance | Note]:
                 items.append(Note(event.at_ms or 0, event))
         elif isinstance(event, GroupStateChanged) and event.to_state == "Dead":
             items.append(Note(event.at_ms or 0, event))
+        elif isinstance(event, _consumer.CONSUMER_EVENT_TYPES):
+            # a consumer group has no rebalance barrier: each step is told alone
+            items.append(Note(event.at_ms or 0, event))  # type: ignore[arg-type]
     flush_removals()
     return items

@@ -78,6 +78,7 @@ class OffsetCommit:
     member_id: str = ""
     group_instance_id: str | None = None
     retention_time_ms: int = -1  # v2-v4; -1 = broker default
+    api_version: int = 9  # consumer-protocol members must commit with v9+
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ class FetchTopic:
 class FetchGroup:
     group_id: str
     topics: tuple[FetchTopic, ...] | None = None  # None = all partitions
+    member_id: str | None = None  # v9+: a consumer-group member's id and epoch
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True)

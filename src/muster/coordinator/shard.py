@@ -35,6 +35,10 @@ from muster.coordinator.context import (
 from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.consumer import describe as consumer_describe
+from muster.coordinator.groups.consumer import shard_api as consumer
+from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from muster.coordinator.groups.consumer.group import durable_view
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager, commit_response
@@ -61,6 +65,10 @@ class _Write:
     producer_id: int | None  # the records are this producer's transactional batch
     marker: tuple[int, int, bool] | None
     continuations: list[Continuation]
+    # consumer groups applied at write time -> their objects before (see
+    # groups/consumer/README.md); `reverted` when a failed earlier append undid them
+    undo: dict[str, Any]
+    reverted: bool = False
 
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
@@ -120,6 +128,8 @@ class CoordinatorShard:
             delay = self.cfg.offsets_retention_check_interval_ms if done else 0
             fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + delay)
             return self._result(fx)
+        if consumer.on_timer(self.store, fx, tkey):
+            return self._result(fx)
         group = self.store.get(tkey.group_id)
         if group is not None:
             if tkey.kind == "heartbeat":
@@ -140,8 +150,21 @@ class CoordinatorShard:
         write = self._writes.pop(token, None)
         if write is None:
             return Result()
+        if error_code != E.NONE and write.undo and not write.reverted:
+            # Kafka reverts to its last committed snapshot: this write and every
+            # later one in flight (latest first, so the oldest snapshot wins)
+            later = [w for t, w in sorted(self._writes.items()) if t > token and w.undo]
+            for w in [*reversed(later), write]:
+                if not w.reverted:
+                    consumer.revert(self.store, w.undo)
+                    w.reverted = True
         if error_code == E.NONE:
+            applied = bool(write.undo) and not write.reverted
             for seq, (key, value) in enumerate(write.records, write.first_seq):
+                if applied and consumer.is_consumer_record(key):
+                    if seq >= self.next_seq:
+                        self.next_seq = seq + 1
+                    continue  # applied when written
                 self.replay(key, value, seq, write.producer_id)
             if write.marker is not None:
                 producer_id, _epoch, commit = write.marker
@@ -207,7 +230,9 @@ class CoordinatorShard:
         unusual offset commit keys, or a key version we do not know (skipped,
         like Kafka)."""
         k = decode_key(key)
-        if type(k) is OffsetCommitKey:
+        if k is None:
+            consumer.replay(self.store, key, value)
+        elif type(k) is OffsetCommitKey:
             committed = (
                 None
                 if value is None
@@ -247,6 +272,7 @@ class CoordinatorShard:
                     None,
                     f"loaded with {len(group.members)} members, over group.max.size",
                 )
+        consumer.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
         return self._result(fx)
 
@@ -291,6 +317,7 @@ class CoordinatorShard:
                 None if fx.producer is None else fx.producer[0],
                 fx.marker,
                 list(fx.continuations),
+                dict(fx.undo),
             )
             self.next_seq = fx.first_seq + len(fx.records)
         timers = [
@@ -330,8 +357,17 @@ class CoordinatorShard:
 
     # ---- dispatch ------------------------------------------------------------
 
+    def _consumer_heartbeat(self, fx: Effects, rid: int, req: ConsumerGroupHeartbeat) -> None:
+        consumer.heartbeat(self.store, fx, rid, req, self._group_error(req.group_id, req))
+
+    def _consumer_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
+        errors = [self._group_error(gid, req) for gid in req.group_ids]
+        consumer.describe(self.store, fx, rid, req, errors)
+
     def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
         error = self._group_error(req.group_id, req)
+        if error is None and not consumer.classic_join_allowed(self.store, fx, req.group_id):
+            error = E.INCONSISTENT_GROUP_PROTOCOL  # no classic members in consumer groups yet
         if error is not None:
             fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))
             return
@@ -365,6 +401,12 @@ class CoordinatorShard:
 
     def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
         error = self._group_error(req.group_id, req)
+        cgroup = self.store.consumer.get(req.group_id)
+        if error is None and cgroup is not None:
+            error = consumer.validate_commit(self.store, cgroup, req)
+            if error is None:
+                self.offsets.store_offsets(req.group_id, fx, rid, req)
+                return
         if error is not None:
             fx.reply(rid, commit_response(req.topics, error))
             return
@@ -372,6 +414,12 @@ class CoordinatorShard:
 
     def _txn_commit(self, fx: Effects, rid: int, req: rq.TxnOffsetCommit) -> None:
         error = self._group_error(req.group_id, req)
+        cgroup = self.store.consumer.get(req.group_id)
+        if error is None and cgroup is not None:
+            error = consumer.validate_commit(self.store, cgroup, req)
+            if error is None:
+                self.offsets.txn_commit(fx, rid, req, validated=True)
+                return
         if error is not None:
             fx.reply(rid, commit_response(req.topics, error))
             return
@@ -392,6 +440,9 @@ class CoordinatorShard:
         out = []
         for fg in req.groups:
             error = self._group_error(fg.group_id, req)
+            cgroup = self.store.consumer.get(fg.group_id)
+            if error is None and cgroup is not None:
+                error = consumer.validate_fetch(cgroup, fg.member_id, fg.member_epoch)
             if error is not None:
                 out.append(rs.FetchedGroup(fg.group_id, (), error))
             else:
@@ -405,6 +456,7 @@ class CoordinatorShard:
             if error is not None:
                 out.append(rs.DescribedGroup(error, gid, "", "", ""))
             else:
+                # a consumer group is not a classic one: Kafka answers Dead
                 described = admin.describe(gid, self.store.get(gid))
                 if req.include_authorized_operations:
                     described = dataclasses.replace(
@@ -421,6 +473,11 @@ class CoordinatorShard:
             admin.listing(g)
             for g in self.store
             if admin.listed(g, req.states_filter, req.types_filter)
+            and g.group_id not in self.store.consumer
+        ) + tuple(
+            rs.ListedGroup(g.group_id, consumer_describe.PROTOCOL_TYPE, g.state, "consumer")
+            for g in consumer.all_groups(self.store)
+            if consumer_describe.listed(g, req.states_filter, req.types_filter)
         )
         fx.reply(rid, rs.ListGroupsResponse(E.NONE, groups))
 
@@ -429,7 +486,9 @@ class CoordinatorShard:
         appended = len(fx.records)
         for gid in req.groups:
             error = self._group_error(gid, req)
-            if error is None:
+            if error is None and gid in self.store.consumer:
+                error = consumer.delete_group(self.offsets, fx, self.store.consumer[gid])
+            elif error is None:
                 group = self.store.get(gid)
                 if group is None or group.is_(S.DEAD):
                     error = E.GROUP_ID_NOT_FOUND
@@ -450,7 +509,11 @@ class CoordinatorShard:
             fx.reply(rid, rs.OffsetDeleteResponse(error))
             return
         appended = len(fx.records)
-        resp = self.offsets.offset_delete(fx, req)
+        cgroup = self.store.consumer.get(req.group_id)
+        if cgroup is not None:
+            resp = consumer.offset_delete(self.offsets, fx, cgroup, req)
+        else:
+            resp = self.offsets.offset_delete(fx, req)
         if len(fx.records) == appended:
             fx.reply(rid, resp)
         else:
@@ -507,6 +570,8 @@ _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
     rq.OffsetDelete: CoordinatorShard._offset_delete,
     rq.TxnOffsetCommit: CoordinatorShard._txn_commit,
     rq.CompleteTxn: CoordinatorShard._complete_txn,
+    ConsumerGroupHeartbeat: CoordinatorShard._consumer_heartbeat,
+    ConsumerGroupDescribe: CoordinatorShard._consumer_describe,
 }
 
 
@@ -525,4 +590,8 @@ def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ..
         persisted = shard.store.persisted(group_id)
         if persisted is not None or offsets:
             out[group_id] = (persisted, offsets)
+    # consumer groups are durable state whole (keyed by a tuple: no clash
+    # with the classic entries' group ids)
+    for group_id, view in durable_view(shard.store.consumer).items():
+        out[("consumer", group_id)] = view  # type: ignore[index]
     return out

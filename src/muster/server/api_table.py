@@ -8,6 +8,7 @@ from typing import Any
 
 from muster.server.handlers import acls as a
 from muster.server.handlers import configs as c
+from muster.server.handlers import consumer_groups as cg
 from muster.server.handlers import groups as g
 from muster.server.handlers import sasl as s
 from muster.server.handlers import transactions as t
@@ -76,6 +77,8 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(16, "ListGroups", 0, 5, g.handle_list_groups),
     ApiEntry(42, "DeleteGroups", 0, 2, g.handle_delete_groups, serial=True),
     ApiEntry(47, "OffsetDelete", 0, 0, g.handle_offset_delete, serial=True),
+    ApiEntry(68, "ConsumerGroupHeartbeat", 0, 1, cg.handle_consumer_group_heartbeat, serial=True),
+    ApiEntry(69, "ConsumerGroupDescribe", 0, 1, cg.handle_consumer_group_describe),
     ApiEntry(32, "DescribeConfigs", 1, 4, c.handle_describe_configs),
     ApiEntry(33, "AlterConfigs", 0, 2, c.handle_alter_configs, serial=True),
     ApiEntry(44, "IncrementalAlterConfigs", 0, 1, c.handle_incremental_alter_configs, serial=True),

@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from muster.coordinator import events as ev
+from muster.coordinator import events_consumer as cev
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,9 @@ class BrokerMetrics:
                 self.rebalance_seconds.observe(max(0, event.duration_ms) / 1000)
             elif isinstance(event, ev.GroupStoreFailed):
                 self.group_store_failures.inc()
+            elif isinstance(event, cev.ConsumerGroupEpochBumped):
+                # Kafka counts a consumer group's epoch bumps as its rebalances
+                self.rebalances.labels(event.cause).inc()
 
     def close(self) -> None:
         """Stops the /metrics endpoint, freeing its port for a restarted broker."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.classic.group import ClassicGroup
+from muster.coordinator.groups.consumer.group import ConsumerGroup
 from muster.records.offsets_topic import GroupMetadataValue
 
 
@@ -22,6 +23,9 @@ class GroupStore:
     cfg: CoordinatorConfig
     new_member_id: Callable[[str], str] = random_member_id
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    # KIP-848 consumer groups: all durable state, changed only by
+    # `consumer.group.apply` (at write time and at load)
+    consumer: dict[str, ConsumerGroup] = field(default_factory=dict)
     # durable state: each group's last GroupMetadata record (log position,
     # value); only `replay_metadata` changes it
     records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from muster.coordinator import events as ev
 from muster.coordinator.context import Effects, heartbeat_key
 from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.consumer.group import ConsumerGroup
 from muster.coordinator.groups.store import GroupStore
 from muster.coordinator.offsets.state import (
     TP,
@@ -167,7 +168,7 @@ class OffsetManager:
             fx.schedule(
                 heartbeat_key(group.group_id, member.member_id), fx.now + member.session_timeout_ms
             )
-        self._store_offsets(group, fx, rid, req)
+        self.store_offsets(group.group_id, fx, rid, req)
 
     def _validate(self, group: ClassicGroup, req: OffsetCommit) -> int | None:
         if group.is_(S.DEAD):
@@ -187,7 +188,7 @@ class OffsetManager:
 
     def _offset_records(
         self,
-        group: ClassicGroup,
+        group_id: str,
         fx: Effects,
         topics: tuple[CommitTopic, ...],
         retention_time_ms: int = -1,
@@ -213,24 +214,23 @@ class OffsetManager:
                     commit_timestamp=commit_ts,
                     expire_timestamp=expire_ts,
                 )
-                fx.record(offset_commit_record(group.group_id, topic.name, p.partition, value))
+                fx.record(offset_commit_record(group_id, topic.name, p.partition, value))
                 written.append(tp)
                 results[tp] = E.NONE
         return results, written
 
-    def _store_offsets(self, group: ClassicGroup, fx: Effects, rid: int, req: OffsetCommit) -> None:
-        results, written = self._offset_records(group, fx, req.topics, req.retention_time_ms)
+    def store_offsets(self, group_id: str, fx: Effects, rid: int, req: OffsetCommit) -> None:
+        """Writes a validated commit (any group type) and answers once durable."""
+        results, written = self._offset_records(group_id, fx, req.topics, req.retention_time_ms)
         if not written:
             fx.reply(rid, commit_response(req.topics, results))
             return
         token = self.next_token
         self.next_token += 1
-        pending = self._of(group.group_id).pending
+        pending = self._of(group_id).pending
         for tp in written:
             pending.setdefault(tp, set()).add(token)
-        fx.after_durable(
-            partial(self._commit_written, group.group_id, rid, req, results, written, token)
-        )
+        fx.after_durable(partial(self._commit_written, group_id, rid, req, results, written, token))
 
     def _commit_written(
         self,
@@ -257,10 +257,16 @@ class OffsetManager:
 
     # ---- TxnOffsetCommit and transaction completion ---------------------------
 
-    def txn_commit(self, fx: Effects, rid: int, req: TxnOffsetCommit) -> None:
+    def txn_commit(
+        self, fx: Effects, rid: int, req: TxnOffsetCommit, validated: bool = False
+    ) -> None:
         """Kafka's handleTxnCommitOffsets: the records go to the log as one
         transactional batch of the producer; once durable they are pending
-        for that producer until its marker commits or aborts them."""
+        for that producer until its marker commits or aborts them.
+        `validated`: a consumer group's member checks were done already."""
+        if validated:
+            self._txn_records(fx, rid, req)
+            return
         group = self.store.get(req.group_id)
         as_commit = OffsetCommit(
             req.group_id, req.topics, req.generation_id, req.member_id, req.group_instance_id
@@ -281,7 +287,10 @@ class OffsetManager:
         if error is not None:
             fx.reply(rid, _all_errors(as_commit, error))
             return
-        results, written = self._offset_records(group, fx, req.topics)
+        self._txn_records(fx, rid, req)
+
+    def _txn_records(self, fx: Effects, rid: int, req: TxnOffsetCommit) -> None:
+        results, written = self._offset_records(req.group_id, fx, req.topics)
         if not written:
             fx.reply(rid, commit_response(req.topics, results))
             return
@@ -298,7 +307,7 @@ class OffsetManager:
 
     def fetch(self, fg: FetchGroup, require_stable: bool) -> FetchedGroup:
         group = self.store.get(fg.group_id)
-        if group is None or group.is_(S.DEAD):
+        if (group is None or group.is_(S.DEAD)) and fg.group_id not in self.store.consumer:
             if fg.topics is None:
                 return FetchedGroup(fg.group_id, ())
             return FetchedGroup(
@@ -467,9 +476,15 @@ class OffsetManager:
         now = fx.now
         if not self._expiry_pass:
             self._expiry_pass.extend(group.group_id for group in self.store)
+            self._expiry_pass.extend(self.store.consumer)
         removed = 0
         while self._expiry_pass and removed < budget:
-            group = self.store.get(self._expiry_pass.popleft())
+            group_id = self._expiry_pass.popleft()
+            cgroup = self.store.consumer.get(group_id)
+            if cgroup is not None:
+                removed += self._expire_consumer_group(cgroup, fx, now, retention)
+                continue
+            group = self.store.get(group_id)
             if group is None:
                 continue
             offsets = self.groups.get(group.group_id)
@@ -483,6 +498,30 @@ class OffsetManager:
                 removed += len(expired)
             self.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
         return not self._expiry_pass
+
+    def _expire_consumer_group(
+        self, group: ConsumerGroup, fx: Effects, now: int, retention: int
+    ) -> int:
+        """Kafka's rule for consumer groups: offsets of a topic some member
+        subscribes to never expire; others once the retention has passed
+        since their commit (or at their explicit expiry)."""
+        offsets = self.groups.get(group.group_id)
+        if offsets is None:
+            return 0
+        subscribed = group.subscribed_topics()
+        expired = [
+            tp
+            for tp, c in offsets.visible_items()
+            if tp not in offsets.pending
+            and tp[0] not in subscribed
+            and (
+                now >= c.expire_timestamp
+                if c.expire_timestamp >= 0
+                else now - c.commit_timestamp >= retention
+            )
+        ]
+        self.remove_offsets(group, expired, fx)
+        return len(expired)
 
 
 def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retention: int) -> bool:

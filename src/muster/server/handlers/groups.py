@@ -243,6 +243,7 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
         member_id=getattr(req, "member_id", ""),
         group_instance_id=getattr(req, "group_instance_id", None),
         retention_time_ms=-1 if retention is None else _ms(retention),
+        api_version=ctx.api_version,
     )
     if topics:
         resp = await _call(ctx, req.group_id, core)
@@ -302,11 +303,16 @@ def _all_failed(topics: Any, error: int) -> list[dict[str, Any]]:
     ]
 
 
-def _fetch_group(group_id: str, topics: Any) -> rq.FetchGroup:
+def _fetch_group(
+    group_id: str, topics: Any, member_id: Any = None, epoch: int = -1
+) -> rq.FetchGroup:
     if topics is None:
-        return rq.FetchGroup(group_id, None)
+        return rq.FetchGroup(group_id, None, member_id, epoch)
     return rq.FetchGroup(
-        group_id, tuple(rq.FetchTopic(t.name, tuple(t.partition_indexes)) for t in topics)
+        group_id,
+        tuple(rq.FetchTopic(t.name, tuple(t.partition_indexes)) for t in topics),
+        member_id,
+        epoch,
     )
 
 
@@ -314,7 +320,15 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     v = ctx.api_version
     require_stable = bool(getattr(req, "require_stable", False))
     if v >= 8:
-        wanted = [_fetch_group(g.group_id, g.topics) for g in req.groups]
+        wanted = [
+            _fetch_group(
+                g.group_id,
+                g.topics,
+                getattr(g, "member_id", None),  # v9+: consumer-group members
+                int(getattr(g, "member_epoch", -1)),
+            )
+            for g in req.groups
+        ]
     else:
         wanted = [_fetch_group(req.group_id, req.topics)]
 

@@ -1,0 +1,203 @@
+"""What the coordinator shard does for consumer groups: request dispatch,
+timers, the apply-at-write-time bookkeeping (revert on a failed append),
+replay at load, and the member checks of OffsetCommit / OffsetFetch.
+
+Kept apart from `shard.py` so that the shard stays the one dispatcher of
+both group types with little consumer-specific code of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from muster.coordinator import errors as E
+from muster.coordinator import responses as rs
+from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.groups.consumer import heartbeat as hb
+from muster.coordinator.groups.consumer.api import (
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResponse,
+)
+from muster.coordinator.groups.consumer.describe import handle_describe, not_found
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
+from muster.coordinator.groups.consumer.member import MemberState
+from muster.coordinator.groups.store import GroupStore
+from muster.records.consumer_group_records import (
+    RECORD_TYPES,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    decode_consumer_group_key,
+    decode_consumer_group_value,
+)
+
+TIMER_KINDS = ("consumer-session", "consumer-revocation")
+
+
+def is_consumer_record(key: bytes) -> bool:
+    return len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in RECORD_TYPES
+
+
+def replay(store: GroupStore, key: bytes, value: bytes | None) -> bool:
+    """Apply a ConsumerGroup* record read from the log; False for other keys."""
+    typed = decode_consumer_group_key(key)
+    if typed is None:
+        return False
+    record_type = int.from_bytes(key[:2], "big", signed=True)
+    decoded = None if value is None else decode_consumer_group_value(record_type, value)
+    apply(store.consumer, typed, decoded)
+    return True
+
+
+def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | None]) -> None:
+    """Put the groups back as they were before a write whose append failed."""
+    for group_id, before in undo.items():
+        if before is None:
+            store.consumer.pop(group_id, None)
+        else:
+            store.consumer[group_id] = before.copy()
+
+
+def heartbeat(
+    store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupHeartbeat, error: int | None
+) -> None:
+    if req.group_id == "":
+        fx.reply(rid, ConsumerGroupHeartbeatResponse(E.INVALID_REQUEST, "GroupId can't be empty."))
+    elif error is not None:
+        fx.reply(rid, ConsumerGroupHeartbeatResponse(error))
+    else:
+        hb.handle_heartbeat(store, fx, rid, req)
+
+
+def describe(
+    store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupDescribe, errors: list[int | None]
+) -> None:
+    resp = handle_describe(store, req)
+    groups = tuple(
+        g if error is None else {**not_found(g["group_id"], ""), "error_code": error}
+        for g, error in zip(resp.groups, errors, strict=True)
+    )
+    fx.reply(rid, type(resp)(groups))
+
+
+def on_timer(store: GroupStore, fx: Effects, key: TimerKey) -> bool:
+    if key.kind == "consumer-session":
+        hb.on_session_timer(store, fx, key.group_id, key.member_id)
+    elif key.kind == "consumer-revocation":
+        hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
+    else:
+        return False
+    return True
+
+
+def arm_timers(store: GroupStore, fx: Effects) -> None:
+    """After a load: every member gets a full session, and a member that must
+    give partitions up a full rebalance timeout, from now."""
+    for group in store.consumer.values():
+        for m in group.members.values():
+            fx.schedule(
+                hb.session_key(group.group_id, m.member_id),
+                fx.now + store.cfg.consumer_session_timeout_ms,
+            )
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                fx.schedule(
+                    hb.revocation_key(group.group_id, m.member_id),
+                    fx.now + max(m.rebalance_timeout_ms, 0),
+                )
+        if store.get(group.group_id) is not None and not store.get(group.group_id).members:  # type: ignore[union-attr]
+            # the empty classic group that replayed offsets made for it
+            store.remove(group.group_id)
+
+
+def validate_commit(store: GroupStore, group: ConsumerGroup, req: Any) -> int | None:
+    """Kafka's ConsumerGroup.validateOffsetCommit (`req` an OffsetCommit or a
+    TxnOffsetCommit; epochs travel in generation_id)."""
+    if req.generation_id < 0 and not group.members:
+        return None  # admin clients and assign()-mode consumers
+    member = group.members.get(req.member_id)
+    if member is None:
+        return E.UNKNOWN_MEMBER_ID
+    if getattr(req, "api_version", 9) < 9:
+        return E.UNSUPPORTED_VERSION
+    if req.generation_id != member.member_epoch:
+        return E.STALE_MEMBER_EPOCH
+    return None
+
+
+def validate_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int | None:
+    """Kafka's ConsumerGroup.validateOffsetFetch."""
+    if member_id is None and member_epoch < 0:
+        return None
+    member = group.members.get(member_id or "")
+    if member is None:
+        return E.UNKNOWN_MEMBER_ID
+    if member_epoch != member.member_epoch:
+        return E.STALE_MEMBER_EPOCH
+    return None
+
+
+def all_groups(store: GroupStore) -> Iterable[ConsumerGroup]:
+    return list(store.consumer.values())
+
+
+def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
+    """DeleteGroups on a consumer group: only an empty one goes (Kafka's
+    ConsumerGroup.validateDeleteGroup), with its offsets and its records."""
+    if group.members:
+        return E.NON_EMPTY_GROUP
+    offsets.remove_offsets(group, offsets.removable(group.group_id), fx)
+    _tombstones(offsets.store, fx, group)
+    return E.NONE
+
+
+def classic_join_allowed(store: GroupStore, fx: Effects, group_id: str) -> bool:
+    """A classic JoinGroup for a consumer group: an empty one is dropped (its
+    records tombstoned, its offsets kept) and the classic group starts, as
+    Kafka's offline downgrade does; a live one refuses (classic members inside
+    a consumer group are not served yet)."""
+    group = store.consumer.get(group_id)
+    if group is None:
+        return True
+    if group.members:
+        return False
+    _tombstones(store, fx, group)
+    return True
+
+
+def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
+    gid = group.group_id
+    for regex in sorted(group.regexes):
+        hb.write(store, fx, *regex_record(gid, regex, None, fx.now))
+    for key in (
+        ConsumerGroupTargetAssignmentMetadataKey(gid),
+        ConsumerGroupPartitionMetadataKey(gid),
+        ConsumerGroupMetadataKey(gid),
+    ):
+        hb.write(store, fx, key, None)
+
+
+def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:
+    """OffsetDelete on a consumer group: refused for topics a member subscribes
+    to (GROUP_SUBSCRIBED_TO_TOPIC), as Kafka's ConsumerGroup.isSubscribedToTopic."""
+    subscribed = group.subscribed_topics()
+    errors: dict[tuple[str, int], int] = {}
+    eligible = []
+    for t in req.topics:
+        for p in t.partitions:
+            if t.name in subscribed:
+                errors[(t.name, p)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                errors[(t.name, p)] = E.NONE
+                eligible.append((t.name, p))
+    if eligible:
+        offsets.remove_offsets(group, eligible, fx)
+    return rs.OffsetDeleteResponse(
+        E.NONE,
+        tuple(
+            rs.TopicErrors(
+                t.name, tuple(rs.PartitionError(p, errors[(t.name, p)]) for p in t.partitions)
+            )
+            for t in req.topics
+        ),
+    )
