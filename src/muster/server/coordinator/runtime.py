@@ -88,8 +88,11 @@ class ShardRuntime:
         durability: Durability,
         publish_events: Callable[[list[Any]], None],
         lane: BackgroundLane | None = None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.shard = shard
+        # the wall clock in ms; the deterministic simulation passes a fake one
+        self.clock = clock
         self.lane = lane
         self.plog = plog
         self.durability = durability
@@ -119,7 +122,7 @@ class ShardRuntime:
         txns = TxnReplay()
         latest = collect_log(self.plog, txns)
         self.shard.replay_latest(latest)
-        for producer_id, pending in txns.open.items():
+        for producer_id, pending in txns.still_open(latest).items():
             self.shard.replay_txn_offsets(producer_id, pending)
         self.load_seconds = time.perf_counter() - started
         return len(latest)
@@ -170,7 +173,7 @@ class ShardRuntime:
             self._process(await self._queue.get())
 
     def _process(self, work: _Work) -> None:
-        now = now_ms()
+        now = self.clock()
         try:
             if work.kind == "request":
                 request_id = next(self._ids)
@@ -216,7 +219,7 @@ class ShardRuntime:
         entry: list[Any] = [result, None]
         self._writes.append(entry)
         try:
-            now = now_ms()
+            now = self.clock()
             if result.marker is not None:
                 producer_id, epoch, commit = result.marker
                 self.plog.append_marker(producer_id, epoch, commit, 0, now)
@@ -268,7 +271,7 @@ class ShardRuntime:
 
     def _complete(self, token: Any, error: int) -> None:
         try:
-            result = self.shard.complete_write(token, error, now_ms())
+            result = self.shard.complete_write(token, error, self.clock())
         except Exception:
             log.exception("coordinator shard %d failed on written", self.shard.partition)
             return
@@ -285,7 +288,7 @@ class ShardRuntime:
         if old is not None:
             old.cancel()
         if isinstance(op, Schedule):
-            delay = max(0.0, (op.deadline_ms - now_ms()) / 1000)
+            delay = max(0.0, (op.deadline_ms - self.clock()) / 1000)
             self._timers[op.key] = asyncio.get_running_loop().call_later(delay, self._fire, op.key)
 
     def _fire(self, key: str) -> None:
