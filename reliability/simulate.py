@@ -236,7 +236,26 @@ def op_end_txn(sim: Sim, producer: int, commit: int) -> None:
 
 
 def op_fetch(sim: Sim, g: int, stable: int) -> None:
-    sim.world.send(rq.OffsetFetch((rq.FetchGroup(f"g{g}"),), bool(stable)), lambda r: None)
+    group = f"g{g}"
+
+    def answered(resp: Any) -> None:
+        world = sim.world
+        if world.durability.waiters:
+            return  # deletions in flight hide offsets before they are durable
+        shown = {
+            (t.name, p.partition_index): p.committed_offset if p.error_code == E.NONE else None
+            for t in resp.groups[0].topics
+            for p in t.partitions
+        }
+        for (gid, topic, part), exp in world.expected.items():
+            got = shown.get((topic, part), -1)
+            if got is None:  # UNSTABLE_OFFSET_COMMIT: a transaction holds the partition
+                continue
+            if gid == group and got != exp.value and got not in exp.alternatives:
+                if got != -1 or not exp.may_vanish:
+                    raise Violation(f"OffsetFetch {group} {topic}-{part}: {got}, acked {exp.value}")
+
+    sim.world.send(rq.OffsetFetch((rq.FetchGroup(group),), bool(stable)), answered)
 
 
 def op_admin(sim: Sim, g: int, kind: int) -> None:

@@ -293,7 +293,10 @@ class ShardRuntime:
 
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
-        if self.lane is not None and getattr(key, "kind", None) in _BACKGROUND_TIMERS:
+        # keys reach the runtime as plain text (a key without a group is its kind):
+        # asking a str for a TimerKey's `kind` found nothing, and no step ever
+        # took the lane
+        if self.lane is not None and key in _BACKGROUND_TIMERS:
             self.lane.request(lambda: self._queue.put_nowait(_Work("background", key)))
             return
         self._queue.put_nowait(_Work("timer", key))
