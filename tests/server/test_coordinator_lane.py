@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from muster.coordinator import requests as rq
 from muster.coordinator.context import EXPIRE_OFFSETS_KEY
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
@@ -40,5 +41,37 @@ def test_expiry_timers_of_two_shards_take_the_lane_one_at_a_time() -> None:
         assert second._queue.get_nowait().kind == "background"
         for rt in (first, second):
             await rt.stop()
+
+    asyncio.run(scenario())
+
+
+class _Recording(Durability):
+    def __init__(self) -> None:
+        super().__init__("never", 1000, lambda plog: None)
+        self.latency_bound: list[bool] = []
+
+    def appended(self, plog, latency_bound: bool = False) -> None:  # type: ignore[no-untyped-def]
+        self.latency_bound.append(latency_bound)
+        super().appended(plog, latency_bound)
+
+
+def test_only_small_coordinator_appends_are_fsynced_on_the_loop() -> None:
+    """Measured with reliability/coordinator_scale.py --groups 10000: expiry
+    steps' appends of 2,000 tombstones were marked latency-bound, so their
+    fsync ran on the event loop thread and requests stalled for seconds
+    (8.4 s longest); a commit's few records still are."""
+
+    async def scenario() -> None:
+        durability = _Recording()
+        shard = CoordinatorShard(0, {"offsets.topic.num.partitions": 1})
+        plog = MemoryLog("__consumer_offsets", 0)
+        rt = ShardRuntime(shard, plog, durability, lambda events: None)
+        rt._process(_Work("loaded", None))
+        one = rq.CommitTopic("t", (rq.CommitPartition(0, 5),))
+        many = rq.CommitTopic("t", tuple(rq.CommitPartition(p, 5) for p in range(1000)))
+        for topics in ((one,), (many,)):
+            await rt.call(rq.OffsetCommit("g", topics))
+        assert durability.latency_bound == [True, False]
+        await rt.stop()
 
     asyncio.run(scenario())

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
 SHARD_CACHE_SIZE = 10_000
+INLINE_FSYNC_RECORDS = 200  # appends this small may be fsynced on the loop thread
 
 
 class CoordinatorLoading(Exception):
@@ -239,7 +240,11 @@ class ShardRuntime:
                 batches = _batches(result.records, limit, timestamp_ms=now)
                 # coordinator origin: every record has its key, nothing to re-decode
                 self.plog.append(batches, now, coordinator=True)
-            self.durability.appended(self.plog, latency_bound=True)
+            # a commit's few records are fsynced on the loop (cheaper than a
+            # hand-off); an expiry step's thousands of tombstones go to the
+            # flusher thread, so their fsync does not hold every shard's loop
+            small = len(result.records) <= INLINE_FSYNC_RECORDS
+            self.durability.appended(self.plog, latency_bound=small)
         except (CodedError, OSError) as exc:
             # An escaped OSError would kill the serial loop and leave this entry
             # unanswered forever, stalling every later request of the shard.
