@@ -477,7 +477,8 @@ class World:
                     raise Violation(f"{group.group_id}: replayed group differs from live")
 
     def sync_assignment(self, group: str, generation: int, member: str, data: bytes) -> None:
-        """A SyncGroup answer: no partition owned by two members of one generation."""
+        """A SyncGroup answer: no partition owned by two members of one generation
+        (`member`: a static member's instance id, else its member id)."""
         if not data:
             return
         to, _, parts = data.decode().partition("|")

@@ -57,7 +57,9 @@ class Client:
     slot: int
     member_id: str = ""
     generation: int = -1
-    plan: tuple[str, ...] | None = None  # the leader's members to assign
+    plan: tuple[tuple[str, str], ...] | None = None  # the leader's members to assign
+    synced: int = -1  # the generation it last got its assignment for
+    rejoin: bool = False  # told REBALANCE_IN_PROGRESS: join again
 
     @property
     def instance(self) -> str | None:
@@ -68,7 +70,7 @@ class Client:
         return ("t",) if self.slot < 3 else ("t", "u")
 
     def reset(self) -> None:
-        self.member_id, self.generation, self.plan = "", -1, None
+        self.member_id, self.generation, self.plan, self.synced = "", -1, None, -1
 
 
 @dataclass
@@ -91,8 +93,11 @@ class Sim:
 
 
 def _forgotten(c: Client, resp: Any) -> None:
-    if error_of(resp) in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
+    error = error_of(resp)
+    if error in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
         c.reset()
+    elif error in (E.REBALANCE_IN_PROGRESS, E.ILLEGAL_GENERATION):
+        c.rejoin = True
 
 
 def op_join(sim: Sim, g: int, s: int, flag: int) -> None:
@@ -115,9 +120,12 @@ def op_join(sim: Sim, g: int, s: int, flag: int) -> None:
     def answered(resp: Any) -> None:
         if resp.error_code in (E.NONE, E.MEMBER_ID_REQUIRED) and resp.member_id:
             c.member_id, c.generation = resp.member_id, resp.generation_id
+            c.rejoin = resp.error_code == E.MEMBER_ID_REQUIRED
             leads = resp.error_code == E.NONE and resp.leader == resp.member_id
+            # (member id, who the assignment is for: a static member's belongs
+            # to its instance id, and a replacement of it inherits it, as in Kafka)
             c.plan = (
-                tuple(m.member_id for m in resp.members)
+                tuple((m.member_id, m.group_instance_id or m.member_id) for m in resp.members)
                 if leads and not resp.skip_assignment
                 else None
             )
@@ -134,19 +142,32 @@ def op_sync(sim: Sim, g: int, s: int, flag: int) -> None:
         members = sorted(c.plan)
         # round robin (flag: the same, listed in reverse)
         plan = [
-            (m, f"{m}|{','.join(str(p) for p in range(i, len(PARTS), len(members)))}".encode())
-            for i, m in enumerate(members)
+            (m, f"{owner}|{','.join(str(p) for p in range(i, len(PARTS), len(members)))}".encode())
+            for i, (m, owner) in enumerate(members)
         ]
         assignments = tuple(plan[::-1] if flag else plan)
-    generation, member = c.generation, c.member_id
-    req = rq.SyncGroup(c.group, generation, member, assignments, c.instance)
+    generation, member = c.generation, c.instance or c.member_id
+    req = rq.SyncGroup(c.group, generation, c.member_id, assignments, c.instance)
 
     def answered(resp: Any) -> None:
         if resp.error_code == E.NONE:
             sim.world.sync_assignment(c.group, generation, member, resp.assignment)
+            c.synced = generation
         _forgotten(c, resp)
 
     sim.world.send(req, answered)
+
+
+def op_step(sim: Sim, g: int, s: int) -> None:
+    """What a well-behaved client does next: join, sync its generation, or
+    heartbeat (groups reach Stable with many members far more often)."""
+    c = sim.clients[(g, s)]
+    if not c.member_id or c.rejoin:
+        op_join(sim, g, s, 0)
+    elif c.synced != c.generation:
+        op_sync(sim, g, s, 0)
+    else:
+        op_heartbeat(sim, g, s)
 
 
 def op_heartbeat(sim: Sim, g: int, s: int) -> None:
@@ -315,6 +336,7 @@ def _slot(r: random.Random) -> tuple[int, int]:
 
 # kind -> (weight, the op's function, a generator of its arguments)
 OPS: dict[str, tuple[int, Callable[..., None], Callable[[random.Random], tuple[Any, ...]]]] = {
+    "step": (30, op_step, lambda r: _slot(r)),
     "join": (14, op_join, lambda r: (*_slot(r), r.randrange(4))),
     "sync": (12, op_sync, lambda r: (*_slot(r), int(r.random() < 0.1))),
     "heartbeat": (8, op_heartbeat, lambda r: _slot(r)),

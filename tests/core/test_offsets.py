@@ -323,3 +323,24 @@ def test_expiry_skips_a_partition_whose_transactional_offset_is_being_written(ma
     assert h.reply(rid).topics[0].partitions[0].error_code == E.NONE
     assert h.reply(h.send(rq.CompleteTxn(4000, 0, True))) == E.NONE
     assert h.fetch({"t": (0,)}).topics[0].partitions[0].committed_offset == 9
+
+
+def test_a_failed_group_tombstone_does_not_mark_the_new_incarnations_store_durable(make) -> None:
+    """Found by reliability/simulate.py: an Empty group expired (tombstone in
+    flight), a new member formed and left a new incarnation that stored its
+    own record (in flight too), and both appends failed. The tombstone's
+    failure made the new incarnation continue the old one and counted its
+    own failed store as durable, so live (generation 3) and log (generation
+    2) differed with nothing owed: after a restart the generation went back."""
+    h = make(offsets_retention_ms=60000, offsets_retention_check_interval_ms=20000)
+    h.form(1)
+    h.advance(10000)  # the member's session ends: Empty, stored
+    h.auto_durable = False
+    h.advance(31000)  # the expiry pass tombstones the Empty group
+    assert h.shard.group("g") is None
+    h.join()
+    h.advance(11000)  # its member expires before the next pass: its Empty store is in flight
+    h.flush(E.NOT_ENOUGH_REPLICAS)
+    h.auto_durable = True
+    group = h.shard.group("g")
+    assert group is not None and group.persisted_seq != group.store_seq  # a store is owed

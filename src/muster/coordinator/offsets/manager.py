@@ -437,9 +437,16 @@ class OffsetManager:
             # if the old group's own last store failed, the log still holds an
             # older state than anything live: a store is owed (not at rest)
             owed = group.persisted_seq != group.store_seq
-            current.persisted_seq = current.store_seq - (1 if owed else 0)
+            if current.persisted_seq == current.store_seq:
+                # (a store of its own still in flight settles this itself: durable,
+                # it is at rest; failed, a store is owed - found by the simulation)
+                current.persisted_seq = current.store_seq - (1 if owed else 0)
             current.has_record = True
-            current.generation = max(current.generation, old.generation)
+            if current.generation < old.generation:
+                # its own stores in flight describe an older generation than
+                # it has now: one more store is owed (found by the simulation)
+                current.generation = old.generation
+                current.store_seq += 1
             if not current.members and current.is_(S.EMPTY):
                 current.protocol_type = current.protocol_type or old.protocol_type or None
                 cst = old.current_state_timestamp
