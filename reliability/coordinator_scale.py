@@ -142,6 +142,8 @@ class Figures:
     loaded_log_ms: int = 0
     peak_rss_mib: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    # wall-clock start of each timed request (to line the slowest up with a profile)
+    started_at: list[float] = field(default_factory=list)
     emptied: int = 0
     checked: int = 0
 
@@ -212,6 +214,7 @@ def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figure
                 if wire.fetch_offset("scale-live", 0) != (0, n):
                     raise RuntimeError("live commit not read back")
                 fig.latencies_ms.append((time.perf_counter() - started) * 1000)
+                fig.started_at.append(time.time() - (time.perf_counter() - started))
             sample_groups = range(0, groups, max(1, groups // 200))
             for g in sample_groups:
                 fig.checked += 1
@@ -241,6 +244,12 @@ def closing_line(fig: Figures) -> str:
     )
 
 
+def slowest(fig: Figures, n: int = 5) -> str:
+    """The n slowest requests: when they started (epoch s) and how long they took."""
+    worst = sorted(zip(fig.latencies_ms, fig.started_at, strict=True), reverse=True)[:n]
+    return ", ".join(f"{ms:.0f} ms at {at:.3f}" for ms, at in worst)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", type=int, default=100_000, help="groups of 100 offsets each")
@@ -255,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         fig = run(args.groups, args.expiry_after_ms, args.probe_seconds, args.keep)
     finally:
         common.stop_all()
+    print(f"slowest: {slowest(fig)}", flush=True)
     print(closing_line(fig), flush=True)
     return 0 if fig.emptied == fig.checked else 1
 

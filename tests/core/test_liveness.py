@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from muster.coordinator import errors as E
+from muster.coordinator import requests as rq
 from muster.coordinator.context import heartbeat_key, join_key, pending_key
 from muster.coordinator.responses import (
     HeartbeatResponse,
@@ -150,3 +151,25 @@ def test_timer_keys_of_different_groups_and_members_never_collide() -> None:
     assert pending_key("a-b", "c") != pending_key("a", "b-c")
     assert join_key("a-b") != join_key("a")
     assert len({heartbeat_key("a-b", "c"), heartbeat_key("a", "b-c")}) == 2
+
+
+def test_a_pending_member_that_leaves_takes_its_timer_along(h) -> None:
+    """Found by reliability/simulate.py: LeaveGroup from a member admitted
+    with MEMBER_ID_REQUIRED dropped it but left its pending-member timer."""
+    resp = h.reply(h.join(require_known=True))
+    assert resp.error_code == E.MEMBER_ID_REQUIRED
+    assert any(k.startswith("pending-") for k in h.group_timers)
+    h.reply(h.leave(resp.member_id))
+    assert not any(k.startswith("pending-") for k in h.group_timers)
+    assert resp.member_id not in h.shard.group("g").pending_members
+
+
+def test_deleting_a_group_drops_its_pending_members_and_their_timers(h) -> None:
+    """Found by reliability/simulate.py: DeleteGroups of an Empty group with a
+    member waiting to rejoin (MEMBER_ID_REQUIRED) left that member's timer."""
+    resp = h.reply(h.join(require_known=True))
+    assert resp.error_code == E.MEMBER_ID_REQUIRED
+    deleted = h.reply(h.send(rq.DeleteGroups(("g",))))
+    assert deleted.results[0].error_code == E.NONE
+    assert h.shard.group("g") is None
+    assert h.group_timers == {}

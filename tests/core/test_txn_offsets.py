@@ -149,3 +149,73 @@ def test_txn_records_are_written_as_one_transactional_batch() -> None:
     assert not result.replies  # answered once the batch is durable
     marker = shard.handle(2, rq.CompleteTxn(PID, EPOCH, True), 11)
     assert marker.marker == (PID, EPOCH, True) and not marker.records
+
+
+
+def test_a_tombstone_after_txn_offsets_takes_them_live_as_at_load() -> None:
+    """Found by reliability/simulate.py: a tombstone for a partition (topic
+    deleted, OffsetDelete) written after a transaction's offset and before its
+    commit marker. The loader let the later tombstone win; live replay
+    applied the transaction's offset at the marker, so a restart changed the
+    committed offsets. Kafka's replay removes pending transactional offsets
+    of the partition with the tombstone: now both do."""
+    records = lambda off: [offset_commit_record("g", "t", 0, OffsetCommitValue(off))]  # noqa: E731
+    tombstone = offset_commit_record("g", "t", 0, None)
+    log = b"".join(
+        (
+            build_batch(records(5), base_offset=0),
+            txn_batch(PID, records(9), 1),
+            build_batch([tombstone], base_offset=2),
+            marker(PID, commit=True, offset=3),
+        )
+    )
+    latest: Latest = {}
+    txns = TxnReplay()
+    collect_latest(log, 0, latest, txns)
+    loaded = CoordinatorShard(0, {"offsets.topic.num.partitions": 1})
+    loaded.replay_latest(latest)
+    live = CoordinatorShard(0, {"offsets.topic.num.partitions": 1})
+    live.replay(*records(5)[0], 0)
+    live.replay(*records(9)[0], 1, PID)
+    live.replay(tombstone[0], None, 2)
+    live.offsets.replay_marker(PID, True)
+    for shard in (loaded, live):
+        assert shard.offsets.committed("g") == {}
+
+
+def test_delete_groups_tombstones_offsets_held_by_open_transactions() -> None:
+    """Found by reliability/simulate.py: DeleteGroups of a group whose only
+    offsets were a transaction's deleted the group, and the commit marker
+    then brought the offsets back. Kafka tombstones pending transactional
+    offsets with the group."""
+    h = Harness()
+    h.reply(txn_commit(h, {("t", 0): 9}))
+    deleted = h.reply(h.send(rq.DeleteGroups(("g",))))
+    assert deleted.results[0].error_code == E.NONE
+    assert h.reply(h.send(rq.CompleteTxn(PID, EPOCH, True))) == E.NONE
+    assert h.shard.offsets.committed("g") == {}
+    restarted = Harness(now=h.now, log=h.log)  # the group must not come back
+    assert restarted.shard.group("g") is None and committed(restarted) == -1
+
+
+def test_an_open_transactions_offset_deleted_by_a_later_tombstone_stays_deleted_on_load() -> None:
+    """Found by reliability/simulate.py: a transaction's offset, then a
+    tombstone for its partition (topic deleted), then a restart before the
+    marker. Live replay had dropped the pending offset with the tombstone;
+    the loader brought it back pending and the marker then committed it."""
+    log = b"".join(
+        (
+            txn_batch(PID, [offset_commit_record("g", "t", 0, OffsetCommitValue(9))], 0),
+            build_batch([offset_commit_record("g", "t", 0, None)], base_offset=1),
+        )
+    )
+    latest: Latest = {}
+    txns = TxnReplay()
+    collect_latest(log, 0, latest, txns)
+    assert txns.still_open(latest) == {PID: {}}
+    shard = CoordinatorShard(0, {"offsets.topic.num.partitions": 1})
+    shard.replay_latest(latest)
+    for pid, pending in txns.still_open(latest).items():
+        shard.replay_txn_offsets(pid, pending)
+    shard.offsets.replay_marker(PID, True)
+    assert shard.offsets.committed("g") == {}

@@ -46,6 +46,24 @@ class TxnReplay:
                 latest[key] = entry
 
 
+    def still_open(self, latest: Latest) -> dict[int, Latest]:
+        """The open transactions' records, less those a later tombstone of the
+        key deleted (Kafka's replay of a tombstone drops the partition's
+        pending transactional offsets too; at a marker the later tombstone
+        already wins by log position)."""
+        out: dict[int, Latest] = {}
+        for producer_id, held in self.open.items():
+            out[producer_id] = {
+                key: entry for key, entry in held.items() if not _deleted_after(latest, key, entry)
+            }
+        return out
+
+
+def _deleted_after(latest: Latest, key: bytes, entry: tuple[int, bytes | None]) -> bool:
+    current = latest.get(key)
+    return current is not None and current[1] is None and current[0] > entry[0]
+
+
 def _marker_commits(buf: bytes, pos: int, batch_end: int) -> bool:
     """A control batch's EndTransactionMarker type (its one record's key:
     int16 version, int16 type; 1 = COMMIT)."""

@@ -9,7 +9,7 @@ from functools import partial
 
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
-from muster.coordinator.context import Effects, heartbeat_key
+from muster.coordinator.context import Effects, heartbeat_key, pending_key
 from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.consumer.group import ConsumerGroup
@@ -129,6 +129,10 @@ class OffsetManager:
             offsets = self.groups.get(group_id)
             if offsets is not None:
                 drop_committed(offsets.committed, tp, seq)
+                # and whatever open transactions hold for the partition (Kafka's
+                # replay; the loader's TxnReplay gets the same by log position)
+                for held in offsets.txn.values():
+                    held.pop(tp, None)
             return
         put_committed(self._of(group_id).committed, tp, committed)
 
@@ -225,12 +229,18 @@ class OffsetManager:
         if not written:
             fx.reply(rid, commit_response(req.topics, results))
             return
+        token = self._in_flight(group_id, written)
+        fx.after_durable(partial(self._commit_written, group_id, rid, req, results, written, token))
+
+    def _in_flight(self, group_id: str, written: list[TP]) -> int:
+        """Marks the partitions of a commit being written (unstable, never
+        expired, tombstoned by a deletion) until `_commit_written`."""
         token = self.next_token
         self.next_token += 1
         pending = self._of(group_id).pending
         for tp in written:
             pending.setdefault(tp, set()).add(token)
-        fx.after_durable(partial(self._commit_written, group_id, rid, req, results, written, token))
+        return token
 
     def _commit_written(
         self,
@@ -295,7 +305,16 @@ class OffsetManager:
             fx.reply(rid, commit_response(req.topics, results))
             return
         fx.producer = (req.producer_id, req.producer_epoch)
-        fx.after_durable(partial(_txn_commit_written, rid, req.topics, results, written))
+        # in flight like a plain commit: an expiry pass deciding meanwhile must
+        # not tombstone the partition (Kafka applies the transactional offset
+        # at write time, and expiry skips it; found by reliability/simulate.py)
+        token = self._in_flight(req.group_id, written)
+        as_commit = OffsetCommit(
+            req.group_id, req.topics, req.generation_id, req.member_id, req.group_instance_id
+        )
+        fx.after_durable(
+            partial(self._commit_written, req.group_id, rid, as_commit, results, written, token)
+        )
 
     def complete_txn(self, fx: Effects, rid: int, req: CompleteTxn) -> None:
         """Writes the marker; once it is durable the shard replays it
@@ -353,11 +372,15 @@ class OffsetManager:
     # ---- removal -----------------------------------------------------------
 
     def removable(self, group_id: str) -> set[TP]:
-        """Partitions with an offset committed (and not being deleted) or in flight."""
+        """Partitions with an offset committed, in flight or held by an open
+        transaction (Kafka tombstones those too). An offset hidden by
+        a tombstone in flight counts: a deletion answered after its own
+        tombstone is durable must not lean on an earlier one that may fail."""
         offsets = self.groups.get(group_id)
         if offsets is None:
             return set()
-        return {tp for tp, _ in offsets.visible_items()} | set(offsets.pending)
+        in_txn = {tp for held in offsets.txn.values() for tp in held}
+        return set(offsets.committed) | set(offsets.pending) | in_txn
 
     def remove_offsets(self, group: ClassicGroup, tps: Iterable[TP], fx: Effects) -> int:
         """Tombstones for these partitions (committed or still pending). Until
@@ -367,8 +390,9 @@ class OffsetManager:
         if offsets is None:
             return 0
         removing: list[tuple[TP, int]] = []
+        in_txn = {tp for held in offsets.txn.values() for tp in held}
         for tp in tps:
-            if offsets.visible(tp) is None and tp not in offsets.pending:
+            if tp not in offsets.committed and tp not in offsets.pending and tp not in in_txn:
                 continue
             seq = fx.record(offset_commit_record(group.group_id, tp[0], tp[1], None))
             offsets.deleting.setdefault(tp, set()).add(seq)
@@ -399,6 +423,11 @@ class OffsetManager:
             group.transition_to(S.DEAD, cause, fx)
         if not group.is_(S.DEAD):
             return False
+        # members admitted but not yet joined go with the group, and so do their
+        # timers (the simulation found them left behind for a deleted group)
+        for member_id in group.pending_members:
+            fx.cancel(pending_key(group.group_id, member_id))
+        group.pending_members.clear()
         fx.record(group_metadata_record(group.group_id, None))
         self.store.remove(group.group_id)
         fx.after_durable(partial(self._group_tombstone_written, group))
@@ -420,9 +449,16 @@ class OffsetManager:
             # if the old group's own last store failed, the log still holds an
             # older state than anything live: a store is owed (not at rest)
             owed = group.persisted_seq != group.store_seq
-            current.persisted_seq = current.store_seq - (1 if owed else 0)
+            if current.persisted_seq == current.store_seq:
+                # (a store of its own still in flight settles this itself: durable,
+                # it is at rest; failed, a store is owed - found by the simulation)
+                current.persisted_seq = current.store_seq - (1 if owed else 0)
             current.has_record = True
-            current.generation = max(current.generation, old.generation)
+            if current.generation < old.generation:
+                # its own stores in flight describe an older generation than
+                # it has now: one more store is owed (found by the simulation)
+                current.generation = old.generation
+                current.store_seq += 1
             if not current.members and current.is_(S.EMPTY):
                 current.protocol_type = current.protocol_type or old.protocol_type or None
                 cst = old.current_state_timestamp
@@ -489,10 +525,16 @@ class OffsetManager:
                 continue
             offsets = self.groups.get(group.group_id)
             if offsets is not None:
+                # nor a partition a transaction holds an offset for (Kafka's
+                # rule): its marker may be in flight, and a tombstone written
+                # after it would delete the transaction's fresh offset
+                in_txn = {tp for held in offsets.txn.values() for tp in held}
                 expired = [
                     tp
                     for tp, c in offsets.visible_items()
-                    if tp not in offsets.pending and _expired(group, tp, c, now, retention)
+                    if tp not in offsets.pending
+                    and tp not in in_txn
+                    and _expired(group, tp, c, now, retention)
                 ]
                 self.remove_offsets(group, expired, fx)
                 removed += len(expired)
@@ -542,20 +584,6 @@ def _expired(group: ClassicGroup, tp: TP, c: CommittedOffset, now: int, retentio
     if c.expire_timestamp >= 0:
         return now >= c.expire_timestamp
     return now - base >= retention
-
-
-def _txn_commit_written(
-    rid: int,
-    topics: tuple[CommitTopic, ...],
-    results: dict[TP, int],
-    written: list[TP],
-    error: int,
-    fx: Effects,
-) -> None:
-    if error != E.NONE:
-        for tp in written:
-            results[tp] = E.append_error_to_client(error)
-    fx.reply(rid, commit_response(topics, results))
 
 
 def _marker_written(rid: int, error: int, fx: Effects) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from muster.coordinator import errors as E
 from muster.coordinator import events as ev
-from muster.coordinator.context import Effects
+from muster.coordinator.context import Effects, pending_key
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.rebalance import (
     maybe_complete_join,
@@ -47,6 +47,8 @@ def handle_leave_group(store: GroupStore, fx: Effects, rid: int, req: LeaveGroup
                 error = E.NONE
         elif mid in group.pending_members:
             group.pending_members.discard(mid)
+            # its admission timer goes with it (the simulation found it left behind)
+            fx.cancel(pending_key(group.group_id, mid))
             fx.emit(ev.MemberRemoved(group.group_id, mid, None, ev.MEMBER_LEFT, reason, fx.now))
             maybe_complete_join(store, group, fx)
             error = E.NONE

@@ -1,0 +1,77 @@
+"""The broker-wide background lane: offset-expiry steps of all shards run
+one at a time, with the loop's other work between them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from muster.coordinator import requests as rq
+from muster.coordinator.context import EXPIRE_OFFSETS_KEY
+from muster.coordinator.shard import CoordinatorShard
+from muster.log.memory_log import MemoryLog
+from muster.server.coordinator.runtime import BackgroundLane, ShardRuntime, _Work
+from muster.server.durability import Durability
+
+
+def _loaded_runtime(partition: int, lane: BackgroundLane) -> ShardRuntime:
+    shard = CoordinatorShard(partition, {"offsets.topic.num.partitions": 2})
+    durability = Durability("never", 1000, lambda plog: None)
+    plog = MemoryLog("__consumer_offsets", partition)
+    rt = ShardRuntime(shard, plog, durability, lambda events: None, lane)
+    rt._process(_Work("loaded", None))
+    return rt
+
+
+def test_expiry_timers_of_two_shards_take_the_lane_one_at_a_time() -> None:
+    """Regression: the runtime looked up `kind` on the plain-text timer key,
+    found none, and queued every expiry step as an ordinary timer, so the
+    lane was never used."""
+
+    async def scenario() -> None:
+        lane = BackgroundLane()
+        first, second = _loaded_runtime(0, lane), _loaded_runtime(1, lane)
+        first._fire(str(EXPIRE_OFFSETS_KEY))
+        second._fire(str(EXPIRE_OFFSETS_KEY))
+        work = first._queue.get_nowait()
+        assert work.kind == "background"
+        assert second._queue.empty()  # it waits for the lane
+        first._process(work)  # the step runs and hands the lane on, after ready work
+        assert second._queue.empty()
+        await asyncio.sleep(0)
+        assert second._queue.get_nowait().kind == "background"
+        for rt in (first, second):
+            await rt.stop()
+
+    asyncio.run(scenario())
+
+
+class _Recording(Durability):
+    def __init__(self) -> None:
+        super().__init__("never", 1000, lambda plog: None)
+        self.latency_bound: list[bool] = []
+
+    def appended(self, plog, latency_bound: bool = False) -> None:  # type: ignore[no-untyped-def]
+        self.latency_bound.append(latency_bound)
+        super().appended(plog, latency_bound)
+
+
+def test_only_small_coordinator_appends_are_fsynced_on_the_loop() -> None:
+    """Measured with reliability/coordinator_scale.py --groups 10000: expiry
+    steps' appends of 2,000 tombstones were marked latency-bound, so their
+    fsync ran on the event loop thread and requests stalled for seconds
+    (8.4 s longest); a commit's few records still are."""
+
+    async def scenario() -> None:
+        durability = _Recording()
+        shard = CoordinatorShard(0, {"offsets.topic.num.partitions": 1})
+        plog = MemoryLog("__consumer_offsets", 0)
+        rt = ShardRuntime(shard, plog, durability, lambda events: None)
+        rt._process(_Work("loaded", None))
+        one = rq.CommitTopic("t", (rq.CommitPartition(0, 5),))
+        many = rq.CommitTopic("t", tuple(rq.CommitPartition(p, 5) for p in range(1000)))
+        for topics in ((one,), (many,)):
+            await rt.call(rq.OffsetCommit("g", topics))
+        assert durability.latency_bound == [True, False]
+        await rt.stop()
+
+    asyncio.run(scenario())
