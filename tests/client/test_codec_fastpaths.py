@@ -15,7 +15,8 @@ from muster.client.futures import settle_many
 from muster.client.producer import RecordMetadata, _Pending, encode_batch
 from muster.client.types import ConsumerRecord, TopicPartition
 from muster.protocol.client_codec import encode_request_view
-from muster.protocol.codec import _reader, request_schema
+from muster.protocol.codec import request_schema
+from muster.protocol.entities import schema_reader
 from muster.records import compression
 from muster.records.batch import Record, build_batch, iter_records
 
@@ -116,7 +117,7 @@ def test_request_view_frames_a_produce_request() -> None:
     assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
     assert struct.unpack_from(">hhi", frame, 4) == (0, 9, 17)
     header_end = 4 + 8 + 2 + len("cid") + 1  # v2 header: client id, no tags
-    request, _size = _reader(request_schema(0, 9))(bytes(frame), header_end)
+    request, _size = schema_reader(request_schema(0, 9))(bytes(frame), header_end)
     assert request.acks == -1
     assert bytes(request.topic_data[0].partition_data[0].records) == b"abc"
 

@@ -1,17 +1,21 @@
 """`__muster_group_events` records as typed rows (one per event).
 
-The JSON fields are those of muster.coordinator.events; every event type
-shares one wide schema (fields an event lacks are null), so later stages can
-filter by `type` and read columns without re-parsing.
+The JSON fields are those of muster.coordinator.events, and the schema is
+derived from its event classes; every event type shares one wide schema
+(fields an event lacks are null), so later stages can filter by `type` and
+read columns without re-parsing.
 """
 
 from __future__ import annotations
+
+from dataclasses import fields
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -21,43 +25,33 @@ from pyspark.sql.types import (
 
 from muster.coordinator import events as ev
 
-_STRINGS = (
-    "type",
-    "group_id",
-    "from_state",
-    "to_state",
-    "cause",
-    "member_id",
-    "reason",
-    "detail",
-    "protocol_type",
-    "protocol",
-    "leader_id",
-    "waited_for",
-    "group_instance_id",
-    "old_member_id",
-    "new_member_id",
-)
-_INTS = ("generation", "member_count", "static_member_count", "error_code")
-_LONGS = (
-    "at_ms",
-    "started_ms",
-    "join_completed_ms",
-    "completed_ms",
-    "duration_ms",
-    "join_duration_ms",
-)
 
-EVENT_SCHEMA = StructType(
-    [StructField(name, StringType()) for name in _STRINGS]
-    + [StructField(name, IntegerType()) for name in _INTS]
-    + [StructField(name, LongType()) for name in _LONGS]
-    + [
-        StructField("causes", ArrayType(StringType())),
-        StructField("removed_members", ArrayType(StringType())),
-        StructField("rebalance", BooleanType()),
-    ]
-)
+def _spark_type(name: str, annotation: str) -> DataType:
+    """The column type of an event field, from its annotation in
+    muster.coordinator.events (epoch milliseconds and durations are longs)."""
+    if annotation.startswith("tuple"):
+        return ArrayType(StringType())
+    if annotation == "bool":
+        return BooleanType()
+    if annotation == "int":
+        return LongType() if name.endswith("_ms") else IntegerType()
+    return StringType()
+
+
+def _schema() -> StructType:
+    """One wide schema over every event type's fields, derived from the event
+    classes (`ev.EVENT_TYPES`): a new event type or field needs no edit here.
+    Strings first (`type` leading), then ints, longs, arrays and booleans."""
+    columns: dict[str, DataType] = {"type": StringType()}
+    for cls in ev.EVENT_TYPES.values():
+        for f in fields(cls):
+            columns.setdefault(f.name, _spark_type(f.name, str(f.type)))
+    order = (StringType(), IntegerType(), LongType(), ArrayType(StringType()), BooleanType())
+    ranked = sorted(columns.items(), key=lambda item: order.index(item[1]))
+    return StructType([StructField(name, kind) for name, kind in ranked])
+
+
+EVENT_SCHEMA = _schema()
 
 # event type names, as `to_json` writes them
 STATE_CHANGED = ev.GroupStateChanged.__name__

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
+from muster.coordinator import events as ev
+
 WIDTH = 960
 LEFT, RIGHT = 70, 20
 PALETTE = (
@@ -23,17 +25,18 @@ PALETTE = (
     "#9c755f",
     "#bab0ac",
 )
-# the usual causes keep one colour in every report
+# the usual causes keep one colour in every report; any other cause (a new
+# one in muster.coordinator.events) gets the next colour of the palette
 CAUSE_COLOURS = {
-    "member_joined": "#4e79a7",
-    "member_left": "#f28e2b",
-    "session_expired": "#e15759",
-    "new_member_join_timeout": "#b07aa1",
-    "sync_timeout": "#9c755f",
-    "leader_rejoined": "#76b7b2",
-    "member_metadata_changed": "#59a14f",
-    "static_member_replaced": "#edc948",
-    "group_store_failed": "#ff9da7",
+    ev.MEMBER_JOINED: "#4e79a7",
+    ev.MEMBER_LEFT: "#f28e2b",
+    ev.SESSION_EXPIRED: "#e15759",
+    ev.NEW_MEMBER_JOIN_TIMEOUT: "#b07aa1",
+    ev.SYNC_TIMEOUT: "#9c755f",
+    ev.LEADER_REJOINED: "#76b7b2",
+    ev.MEMBER_METADATA_CHANGED: "#59a14f",
+    ev.STATIC_MEMBER_REPLACED: "#edc948",
+    ev.GROUP_STORE_FAILED: "#ff9da7",
 }
 _TIME_STEPS_MS = [
     s * 1000

@@ -18,14 +18,13 @@ read only when the subscription has no generation_id (v0/v1 subscriptions).
 import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, ClassVar
 
-from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 
 from muster.assignors.model import DEFAULT_GENERATION, TopicPartition, tp_key
+from muster.protocol.entities import schema_reader, schema_writer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,19 +61,9 @@ class CooperativeStickyAssignorUserDataV0:
     generation: i32 = field(metadata={"kafka_type": "int32"}, default=i32(DEFAULT_GENERATION))
 
 
-@cache
-def _reader(schema: type) -> Any:
-    return entity_reader(schema)
-
-
-@cache
-def _writer(schema: type) -> Any:
-    return entity_writer(schema)
-
-
 def _write(schema: type, entity: Any) -> bytes:
     buf = io.BytesIO()
-    _writer(schema)(buf, entity)
+    schema_writer(schema)(buf, entity)
     return buf.getvalue()
 
 
@@ -104,7 +93,7 @@ def decode_sticky_user_data(
         return None
     for schema in (StickyAssignorUserDataV1, StickyAssignorUserDataV0):
         try:
-            entity, _size = _reader(schema)(data, 0)
+            entity, _size = schema_reader(schema)(data, 0)
         except Exception:  # kio raises assorted errors on truncated or garbage input
             continue
         owned = frozenset(
@@ -126,7 +115,7 @@ def decode_cooperative_user_data(data: bytes | None) -> int | None:
     if data is None:
         return None
     try:
-        entity, _size = _reader(CooperativeStickyAssignorUserDataV0)(data, 0)
+        entity, _size = schema_reader(CooperativeStickyAssignorUserDataV0)(data, 0)
     except Exception:  # kio raises assorted errors on truncated or garbage input
         return DEFAULT_GENERATION
     return int(entity.generation)

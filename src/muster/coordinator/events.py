@@ -211,8 +211,15 @@ GROUP_DELETED = GroupDeleted.code
 OFFSETS_EXPIRED = OffsetsExpired.code
 LOADED = Loaded.code
 
-# causes that start rebalances
-CAUSES = tuple(code for code, c in Cause.registry.items() if c.starts_rebalances)
+
+def rebalance_causes() -> tuple[str, ...]:
+    """The codes of every cause that starts rebalances, as registered now (the
+    metrics enumerate them, so a new Cause subclass shows up there too)."""
+    return tuple(code for code, c in Cause.registry.items() if c.starts_rebalances)
+
+
+# causes that start rebalances (those defined here)
+CAUSES = rebalance_causes()
 
 # What a join phase waited for before it completed, and its words
 ALL_MEMBERS_JOINED = "all_members_joined"

@@ -17,12 +17,11 @@ from typing import Any
 
 from muster.protocol.codec import (
     DecodeError,
-    _reader,
-    _writer,
     build,
     request_schema,
     response_schema,
 )
+from muster.protocol.entities import schema_reader, schema_writer
 
 _SIZE = struct.Struct(">i")
 
@@ -49,8 +48,8 @@ def encode_request_view(
     )
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
-    _writer(header_schema)(buf, header)
-    _writer(schema)(buf, build(schema, body))
+    schema_writer(header_schema)(buf, header)
+    schema_writer(schema)(buf, build(schema, body))
     out = buf.getbuffer()
     _SIZE.pack_into(out, 0, len(out) - 4)
     return out
@@ -78,8 +77,8 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
     """(correlation_id, response entity) from a frame without its size prefix."""
     schema = response_schema(api_key, version)
     try:
-        header, offset = _reader(schema.__header_schema__)(frame, 0)
-        entity, _size = _reader(schema)(frame, offset)
+        header, offset = schema_reader(schema.__header_schema__)(frame, 0)
+        entity, _size = schema_reader(schema)(frame, offset)
     except Exception as exc:  # kio raises assorted errors on garbage
         raise DecodeError(f"response api {api_key} v{version}: {exc}") from exc
     return int(header.correlation_id), entity

@@ -18,7 +18,6 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -30,6 +29,7 @@ from kio.serial._introspect import (
 )
 
 from muster.protocol.bounds import BoundsError, check_request
+from muster.protocol.entities import schema_reader, schema_writer
 from muster.protocol.fetch_response import Chunks, encode_fetch_response
 from muster.protocol.legacy import legacy_schema
 
@@ -51,16 +51,6 @@ def response_schema(api_key: int, version: int) -> type:
     return legacy_schema(api_key, version, "response") or load_response_schema(api_key, version)
 
 
-@cache
-def _reader(schema: type) -> Callable[[Any, int], tuple[Any, int]]:
-    return entity_reader(schema)
-
-
-@cache
-def _writer(schema: type) -> Callable[[Any, Any], None]:
-    return entity_writer(schema)
-
-
 def decode_request(api_key: int, version: int, body: bytes | memoryview, offset: int = 0) -> Any:
     schema = request_schema(api_key, version)
     try:
@@ -68,7 +58,7 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
     except BoundsError as exc:
         raise DecodeError(f"api {api_key} v{version}: {exc}") from exc
     try:
-        entity, _size = _reader(schema)(body, offset)
+        entity, _size = schema_reader(schema)(body, offset)
     except Exception as exc:  # kio raises assorted errors on garbage
         raise DecodeError(f"api {api_key} v{version}: {exc}") from exc
     return entity
@@ -91,7 +81,7 @@ def encode_response_view(
     schema = response_schema(api_key, version)
     entity = build(schema, payload)
     buf = io.BytesIO()
-    _writer(schema)(buf, entity)
+    schema_writer(schema)(buf, entity)
     return buf.getbuffer()
 
 

@@ -26,7 +26,6 @@ import io
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from kio.schema.consumer_protocol_assignment.v0 import data as _a0
@@ -37,7 +36,8 @@ from kio.schema.consumer_protocol_subscription.v0 import data as _s0
 from kio.schema.consumer_protocol_subscription.v1 import data as _s1
 from kio.schema.consumer_protocol_subscription.v2 import data as _s2
 from kio.schema.consumer_protocol_subscription.v3 import data as _s3
-from kio.serial import entity_reader, entity_writer
+
+from muster.protocol.entities import schema_reader, schema_writer
 
 PROTOCOL_TYPE = "consumer"
 LOWEST_VERSION = 0
@@ -128,16 +128,6 @@ class Assignment:
         return frozenset((t, p) for t, parts in self.partitions for p in parts)
 
 
-@cache
-def _reader(schema: type) -> Any:
-    return entity_reader(schema)
-
-
-@cache
-def _writer(schema: type) -> Any:
-    return entity_writer(schema)
-
-
 def _check_encode_version(version: int) -> int:
     if not LOWEST_VERSION <= version <= HIGHEST_VERSION:
         raise ValueError(f"consumer protocol version {version} not in 0..{HIGHEST_VERSION}")
@@ -147,7 +137,7 @@ def _check_encode_version(version: int) -> int:
 def _write(version: int, schema: type, entity: Any) -> bytes:
     buf = io.BytesIO()
     buf.write(struct.pack(">h", version))
-    _writer(schema)(buf, entity)
+    schema_writer(schema)(buf, entity)
     return buf.getvalue()
 
 
@@ -162,7 +152,7 @@ def _read_version(data: bytes | memoryview, what: str) -> int:
 
 def _read(data: bytes | memoryview, schema: type, what: str, version: int) -> Any:
     try:
-        entity, _size = _reader(schema)(data, 2)
+        entity, _size = schema_reader(schema)(data, 2)
     except Exception as exc:  # kio raises assorted errors on truncated or garbage input
         raise ConsumerProtocolError(f"{what} v{version}: {exc}") from exc
     return entity

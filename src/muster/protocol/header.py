@@ -10,7 +10,8 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 
 from muster.protocol.bounds import check_request
-from muster.protocol.codec import DecodeError, _reader, request_schema
+from muster.protocol.codec import DecodeError, request_schema
+from muster.protocol.entities import schema_reader
 
 API_VERSIONS_KEY = 18
 _PREFIX = struct.Struct(">hhi")
@@ -46,7 +47,7 @@ def parse_request_header(frame: bytes | memoryview, flexible: bool) -> RequestHe
     schema = RequestHeaderV2 if flexible else RequestHeaderV1
     try:
         check_request(schema, frame, 0)  # BoundsError, before kio reserves a count
-        header, size = _reader(schema)(frame, 0)
+        header, size = schema_reader(schema)(frame, 0)
     except Exception as exc:
         raise DecodeError(f"bad request header: {exc}") from exc
     return RequestHeader(api_key, version, correlation_id, header.client_id, size, flexible)

@@ -1,18 +1,11 @@
-"""Kafka record batch v2 (magic 2): header codec, validation, records, builder.
+"""Kafka record batch v2 (magic 2): validation, header rewrites, records as
+`Record` objects, the builder.
 
-Layout of one batch (big-endian)::
-
-    0  baseOffset int64          27 baseTimestamp int64
-    8  batchLength int32         35 maxTimestamp int64
-    12 partitionLeaderEpoch int32  43 producerId int64
-    16 magic int8                51 producerEpoch int16
-    17 crc uint32 (CRC-32C of bytes 21..end)  53 baseSequence int32
-    21 attributes int16          57 recordCount int32
-    23 lastOffsetDelta int32     61 records...
-
-The produce/fetch path only touches headers (`iter_batches`, `validate_batches`,
-`set_base_offset`); `decode_batch` and `build_batch` are for the compaction
-cleaner, ListOffsets-by-timestamp and tests.
+The layout and the one decoder (batch headers, varints, the record walk) are
+`muster.records.v2`; its header names are re-exported here for the many
+importers. The produce/fetch path only touches headers (`iter_batches`,
+`validate_batches`, `set_base_offset`); `decode_batch` and `build_batch` are
+for the compaction cleaner, ListOffsets-by-timestamp and tests.
 """
 
 from __future__ import annotations
@@ -20,126 +13,78 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from crc32c import crc32c
 
 from muster.records import compression
 from muster.records.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
+from muster.records.v2 import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    MIN_BATCH_LENGTH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    batch_payload,
+    iter_batches,
+    read_header,
+    read_records,
+    zigzag_decode,
+)
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: bytes not counted in batchLength
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
-CRC_START = 21
-MAGIC_OFFSET = 16
-ATTRIBUTES_OFFSET = 21
-MAX_TIMESTAMP_OFFSET = 35
-MAGIC = 2
-
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  # 0: CreateTime, 1: LogAppendTime
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-
-_OFFSET_LEN = struct.Struct(">qi")
-_INT64 = struct.Struct(">q")
-_UINT32 = struct.Struct(">I")
-_INT16 = struct.Struct(">h")
-
-
-class BatchHeader(NamedTuple):
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-    position: int  # where the batch starts in the buffer it was read from
-
-    @property
-    def size(self) -> int:
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def end(self) -> int:
-        return self.position + self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
-
-    @property
-    def compression(self) -> int:
-        return self.attributes & COMPRESSION_MASK
-
-    @property
-    def timestamp_type(self) -> int:
-        return (self.attributes & TIMESTAMP_TYPE_MASK) >> 3
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_MASK)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & CONTROL_MASK)
-
-    @property
-    def last_sequence(self) -> int:
-        if self.base_sequence < 0:
-            return NO_SEQUENCE
-        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
-
+__all__ = [
+    "ATTRIBUTES_OFFSET",
+    "COMPRESSION_MASK",
+    "CONTROL_MASK",
+    "CRC_START",
+    "HEADER",
+    "HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "MAGIC",
+    "MAGIC_OFFSET",
+    "MAX_TIMESTAMP_OFFSET",
+    "MIN_BATCH_LENGTH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "TIMESTAMP_TYPE_MASK",
+    "TRANSACTIONAL_MASK",
+    "BatchHeader",
+    "Record",
+    "assign_offsets",
+    "batch_payload",
+    "build_batch",
+    "crc_ok",
+    "decode_batch",
+    "decode_records",
+    "encode_record",
+    "iter_batches",
+    "iter_records",
+    "read_header",
+    "set_base_offset",
+    "set_log_append_time",
+    "validate",
+    "validate_batches",
+    "zigzag_decode",
+    "zigzag_encode",
+]
 
 _new_header = tuple.__new__  # BatchHeader(*fields) costs ~2x more per batch
 
-
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
-    """Header of the batch at `pos` (no validation beyond length)."""
-    if pos + HEADER_SIZE > len(buf):
-        raise CorruptRecordError(f"truncated batch header at position {pos}")
-    return _new_header(BatchHeader, (*HEADER.unpack_from(buf, pos), pos))
-
-
-def iter_batches(
-    buf: bytes | bytearray | memoryview, strict: bool = False, start: int = 0
-) -> Iterator[BatchHeader]:
-    """Headers of consecutive batches; no per-record work, no CRC check.
-
-    A trailing partial batch ends iteration (as in a fetch response), unless
-    `strict`, where it raises CorruptRecordError.
-    """
-    pos, n = start, len(buf)
-    unpack = HEADER.unpack_from
-    while pos + LOG_OVERHEAD <= n:
-        if pos + HEADER_SIZE > n:
-            break
-        h = _new_header(BatchHeader, (*unpack(buf, pos), pos))
-        if h.batch_length < MIN_BATCH_LENGTH:
-            raise CorruptRecordError(f"batch length {h.batch_length} at position {pos}")
-        end = pos + LOG_OVERHEAD + h.batch_length
-        if end > n:
-            break
-        yield h
-        pos = end
-    if strict and pos != n:
-        raise CorruptRecordError(f"truncated batch at position {pos}")
+_INT64 = struct.Struct(">q")
+_UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
 
 
 def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
@@ -222,21 +167,6 @@ def set_log_append_time(buf: bytearray | memoryview, header: BatchHeader, now_ms
 # ---------------------------------------------------------------- varints
 
 
-def zigzag_decode(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Reads a zigzag varint/varlong; returns (value, next position)."""
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint too long")
-
-
 def zigzag_encode(value: int, out: bytearray) -> None:
     raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     while raw >= 0x80:
@@ -258,58 +188,32 @@ class Record:
     attributes: int = 0
 
 
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = zigzag_decode(buf, pos)
-    if length < 0:
-        return None, pos
-    end = pos + length
-    if end > len(buf):
-        raise CorruptRecordError("record field overruns the batch")
-    return buf[pos:end], end
-
-
 def decode_records(header: BatchHeader, payload: bytes) -> list[Record]:
     """Records of one batch from its (decompressed) record bytes."""
-    records: list[Record] = []
-    pos = 0
-    base_offset = header.base_offset
-    log_append = header.attributes & TIMESTAMP_TYPE_MASK
+    raw: list[tuple[object, ...]] = []
     try:
-        for _ in range(header.record_count):
-            length, pos = zigzag_decode(payload, pos)
-            end = pos + length
-            if length < 0 or end > len(payload):
-                raise CorruptRecordError("record length overruns the batch")
-            attributes = payload[pos]
-            pos += 1
-            ts_delta, pos = zigzag_decode(payload, pos)
-            off_delta, pos = zigzag_decode(payload, pos)
-            key, pos = _read_bytes(payload, pos)
-            value, pos = _read_bytes(payload, pos)
-            count, pos = zigzag_decode(payload, pos)
-            headers: list[tuple[str, bytes | None]] = []
-            for _ in range(count):
-                hkey, pos = _read_bytes(payload, pos)
-                hval, pos = _read_bytes(payload, pos)
-                headers.append(((hkey or b"").decode("utf-8"), hval))
-            if pos != end:
-                raise CorruptRecordError("record length does not match its fields")
-            timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
-            records.append(
-                Record(key, value, headers, timestamp, base_offset + off_delta, attributes)
-            )
+        read_records(raw, header, payload, 0, len(payload))
+        attributes = _record_attributes(payload, len(raw))
     except (IndexError, UnicodeDecodeError) as exc:
         raise CorruptRecordError(f"garbled record: {exc}") from exc
-    return records
+    return [
+        Record(key, value, list(headers), timestamp, offset, attrs)
+        for (_t, _p, offset, key, value, headers, timestamp, _k), attrs in zip(
+            raw, attributes, strict=True
+        )
+    ]
 
 
-def batch_payload(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bytes:
-    """The decompressed record bytes of the batch described by `header`."""
-    raw = bytes(memoryview(buf)[header.position + HEADER_SIZE : header.end])
-    try:
-        return compression.decompress(header.compression, raw)
-    except compression.CompressionError as exc:
-        raise CorruptRecordError(str(exc)) from exc
+def _record_attributes(payload: bytes, count: int) -> list[int]:
+    """Each record's attributes byte: unused in v2 (the decoder steps over
+    it), but a rewrite by the cleaner keeps what the producer wrote."""
+    out = []
+    pos = 0
+    for _ in range(count):
+        length, pos = zigzag_decode(payload, pos)
+        out.append(payload[pos])
+        pos += length
+    return out
 
 
 def decode_batch(

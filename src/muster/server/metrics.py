@@ -62,6 +62,11 @@ class BrokerMetrics:
             ["cause"],
             registry=self.registry,
         )
+        # every known cause is exposed from the start (0 until it happens), so
+        # a dashboard sees the causes before the first rebalance of each; the
+        # codes come from the cause registry, so a new cause needs no edit here
+        for code in ev.rebalance_causes():
+            self.rebalances.labels(code)
         self.rebalance_seconds = Histogram(
             "muster_rebalance_duration_seconds",
             "From the first cause to Stable",
@@ -81,6 +86,8 @@ class BrokerMetrics:
         self.registry.register(_GroupStateCollector(self))
 
     def observe_events(self, events: Iterable[Any]) -> None:
+        """Counts the typed events of muster.coordinator.events as the
+        coordinator writes them; a rebalance's cause is the event's code."""
         for event in events:
             if isinstance(event, ev.RebalanceStarted):
                 self.rebalances.labels(event.cause).inc()

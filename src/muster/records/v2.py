@@ -1,0 +1,451 @@
+"""Record batch v2 (magic 2): the one decoder, shared by the broker, the
+client and the Spark source.
+
+Layout of one batch (big-endian)::
+
+    0  baseOffset int64          27 baseTimestamp int64
+    8  batchLength int32         35 maxTimestamp int64
+    12 partitionLeaderEpoch int32  43 producerId int64
+    16 magic int8                51 producerEpoch int16
+    17 crc uint32 (CRC-32C of bytes 21..end)  53 baseSequence int32
+    21 attributes int16          57 recordCount int32
+    23 lastOffsetDelta int32     61 records...
+
+and of one record::
+
+    length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+    keyLength varint, key, valueLength varint, value,
+    headerCount varint, [headerKeyLength varint, key, headerValueLength varint, value]...
+
+The layers, each user taking the one it needs:
+
+- batch headers only: `iter_batches`, `read_header`, `next_offset_after`
+  (the broker's produce/fetch path, the client's answer scan);
+- records as tuples: `read_records` (one batch) and `read_batches` (a Fetch
+  answer's batches) give each record as the 8-field tuple Kafka's consumer
+  sees, `(topic, partition, offset, key, value, headers, timestamp,
+  timestamp_type)`, of a tuple class the caller names: the client's
+  ConsumerRecord, plain tuples for the coordinator's load
+  (`muster.records.latest`) and the broker's `Record`s (`muster.records.batch`);
+- columns (the Spark source): the same walk appending each record's fields
+  flat to one list, which the caller cuts into columns with slices, in C.
+
+Why one walk with parameters rather than a generator or a callback per
+record: the walk is the hot loop of every read path, and a Python call or a
+generator resume per record costs about a tenth of the record. Building the
+tuple in the loop and appending it with a bound method costs the least; what
+is rare (a batch straddling the wanted offsets, LogAppendTime) is fixed up
+after the walk instead of checked per record.
+
+Varints: nearly every length and delta fits in one byte, most of the rest in
+two; both are read inline with table look-ups (`ZZ`, `ZZ2`), anything longer
+through `zigzag_decode`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from muster.records import compression
+from muster.records.errors import CorruptRecordError
+
+# ---------------------------------------------------------------- batch headers
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: bytes not counted in batchLength
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+CRC_START = 21
+MAGIC_OFFSET = 16
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+MAGIC = 2
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  # 0: CreateTime, 1: LogAppendTime
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    position: int  # where the batch starts in the buffer it was read from
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def end(self) -> int:
+        return self.position + self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        return (self.attributes & TIMESTAMP_TYPE_MASK) >> 3
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+_new_header = tuple.__new__  # BatchHeader(*fields) costs ~2x more per batch
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Header of the batch at `pos` (no validation beyond length)."""
+    if pos + HEADER_SIZE > len(buf):
+        raise CorruptRecordError(f"truncated batch header at position {pos}")
+    return _new_header(BatchHeader, (*HEADER.unpack_from(buf, pos), pos))
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview, strict: bool = False, start: int = 0
+) -> Iterator[BatchHeader]:
+    """Headers of consecutive batches; no per-record work, no CRC check.
+
+    A trailing partial batch ends iteration (as in a fetch response), unless
+    `strict`, where it raises CorruptRecordError.
+    """
+    pos, n = start, len(buf)
+    unpack = HEADER.unpack_from
+    while pos + LOG_OVERHEAD <= n:
+        if pos + HEADER_SIZE > n:
+            break
+        h = _new_header(BatchHeader, (*unpack(buf, pos), pos))
+        if h.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batch length {h.batch_length} at position {pos}")
+        end = pos + LOG_OVERHEAD + h.batch_length
+        if end > n:
+            break
+        yield h
+        pos = end
+    if strict and pos != n:
+        raise CorruptRecordError(f"truncated batch at position {pos}")
+
+
+# baseOffset, batchLength, and (at byte 23) lastOffsetDelta: all a scan needs
+_OFFSET_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+
+
+def next_offset_after(data: bytes, fetch_offset: int) -> int:
+    """The offset after the last whole batch of `data` (a trailing partial
+    batch, as a Fetch answer may end with, does not count), or `fetch_offset`
+    when there is none past it: a few field reads per batch, no BatchHeader.
+    Raises CorruptRecordError on a garbled length."""
+    next_offset = fetch_offset
+    pos, n = 0, len(data)
+    unpack, unpack_delta = _OFFSET_LENGTH.unpack_from, _LAST_DELTA.unpack_from
+    while pos + HEADER_SIZE <= n:
+        base, length = unpack(data, pos)
+        if length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"length {length} at position {pos}")
+        end = pos + LOG_OVERHEAD + length
+        if end > n:
+            break
+        last = base + unpack_delta(data, pos + _LAST_DELTA_AT)[0] + 1
+        if last > next_offset:
+            next_offset = last
+        pos = end
+    return next_offset
+
+
+# ---------------------------------------------------------------- records
+
+
+def batch_payload(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bytes:
+    """The decompressed record bytes of the batch described by `header`."""
+    raw = bytes(memoryview(buf)[header.position + HEADER_SIZE : header.end])
+    try:
+        return compression.decompress(header.compression, raw)
+    except compression.CompressionError as exc:
+        raise CorruptRecordError(str(exc)) from exc
+
+
+# zigzag value of every one-byte varint: one list index instead of four
+# integer operations, for the fields that are almost always one byte long
+ZZ = [(b >> 1) ^ -(b & 1) for b in range(128)]
+# and of every two-byte one (first byte b >= 0x80, second b2 < 0x80) at
+# b2 * 128 + b: a specialised int multiply and add and a list index instead
+# of six generic bit operations (the first 128 entries are never read)
+ZZ2 = [((i % 128 | (i // 128 - 1) << 7) >> 1) ^ -(i % 128 & 1) for i in range(128 * 129)]
+
+NO_END = 1 << 63  # past every offset
+FLAT = 6  # items a record in a flat list: offset, key, value, headers, timestamp, type
+Headers = tuple[tuple[str, bytes | None], ...]
+NO_HEADERS: Headers = ()
+
+_new = tuple.__new__  # cls(*fields) goes through a Python-level __new__ for NamedTuples
+
+
+def zigzag_decode(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Reads a zigzag varint/varlong; returns (value, next position)."""
+    shift = 0
+    raw = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint too long")
+
+
+def read_batches(
+    out: list[Any],
+    data: bytes | memoryview,
+    lo: int,
+    hi: int = NO_END,
+    batches: Iterable[BatchHeader] | None = None,
+    cls: type[tuple[Any, ...]] | None = tuple,
+    topic: Any = None,
+    partition: Any = None,
+) -> int:
+    """The records with lo <= offset < hi of the whole data batches of `data`
+    (a Fetch answer's records), appended to `out` as `read_records` does;
+    returns the offset after the last whole batch read, or `lo` when there is
+    none past it: the next fetch position, which can exceed the last record's
+    offset + 1 (control batches, compaction). Control batches are skipped, and
+    reading stops at the first batch starting at or after `hi`. `batches`
+    replaces `iter_batches(data)` (read_committed's view of them)."""
+    next_offset = lo
+    in_place = type(data) is bytes  # uncompressed batches are read where they are
+    for header in iter_batches(data) if batches is None else batches:
+        base = header[0]
+        batch_end = base + header[6] + 1
+        if batch_end <= lo:
+            continue
+        if batch_end > next_offset:
+            next_offset = batch_end
+        attrs = header[5]
+        if attrs & CONTROL_MASK:
+            continue
+        if base >= hi:
+            break
+        if attrs & COMPRESSION_MASK == 0 and in_place:
+            payload, start, stop = data, header[13] + HEADER_SIZE, header.end
+        else:
+            payload = batch_payload(data, header)
+            start, stop = 0, len(payload)
+        read_records(out, header, payload, start, stop, cls, topic, partition, lo, hi)  # type: ignore[arg-type]
+    return next_offset
+
+
+def read_records(
+    out: list[Any],
+    header: BatchHeader,
+    payload: bytes,
+    pos: int,
+    stop: int,
+    cls: type[tuple[Any, ...]] | None = tuple,
+    topic: Any = None,
+    partition: Any = None,
+    lo: int = -1,
+    hi: int = NO_END,
+    keyed_only: bool = False,
+) -> None:
+    """Appends the records of the batch `header` describes, whose record bytes
+    are `payload[pos:stop]` (the fetched buffer itself for an uncompressed
+    batch, read in place), to `out`.
+
+    Each record is `cls((topic, partition, offset, key, value, headers,
+    timestamp, timestamp_type))`; with `cls` None, its last six of these are
+    appended to `out` itself, one after the other (a flat list, which the
+    Spark source cuts into columns with slices: `FLAT` items a record). Only
+    records with lo <= offset < hi are kept; with `keyed_only`, only those
+    with a key. A LogAppendTime batch gives every record its max timestamp
+    and timestamp type 1. Raises CorruptRecordError (IndexError on a
+    truncated payload) when the record lengths do not match their fields or
+    overrun `stop`."""
+    base = header[0]
+    start = len(out)
+    pos = _walk(out, payload, pos, header[12], base, header[7], cls, topic, partition, keyed_only)
+    if pos > stop:
+        raise CorruptRecordError("records overrun their batch")
+    append_ts = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
+    if base >= lo and base + header[6] < hi and append_ts is None:
+        return  # the common case: a whole CreateTime batch
+    # rare: a batch straddling the range (the first of a Fetch answer, the
+    # last of a Spark range) or a LogAppendTime one, fixed up afterwards so
+    # that the walk stays free of per-record checks for them
+    if cls is None:
+        rows = [out[i : i + FLAT] for i in range(start, len(out), FLAT)]
+        out[start:] = [
+            x
+            for o, k, v, h, t, tt in rows
+            if lo <= o < hi
+            for x in ((o, k, v, h, t, tt) if append_ts is None else (o, k, v, h, append_ts, 1))
+        ]
+    elif append_ts is None:
+        out[start:] = [r for r in out[start:] if lo <= r[2] < hi]
+    else:
+        out[start:] = [_new(cls, (*r[:6], append_ts, 1)) for r in out[start:] if lo <= r[2] < hi]
+
+
+def _walk(
+    out: list[Any],
+    payload: bytes,
+    pos: int,
+    count: int,
+    base: int,
+    base_ts: int,
+    cls: type[tuple[Any, ...]] | None,
+    topic: Any,
+    partition: Any,
+    keyed_only: bool,
+) -> int:
+    """The record loop of `read_records`; returns the position after the
+    last record. Every varint has a one-byte path and most a two-byte path
+    (table look-ups) before the general decoder."""
+    append = out.append
+    new = _new
+    zz, zz2 = ZZ, ZZ2
+    flat = cls is None
+    for _ in range(count):
+        b = payload[pos]
+        if b < 0x80:
+            record_end = pos + 1 + zz[b]
+            pos += 2  # and the record's attributes byte, unused in v2
+        else:
+            b2 = payload[pos + 1]
+            if b2 < 0x80:
+                record_end = pos + 2 + zz2[b2 * 128 + b]
+                pos += 3
+            else:
+                length, pos = zigzag_decode(payload, pos)
+                record_end = pos + length
+                pos += 1
+        b = payload[pos]
+        if b < 0x80:
+            ts = base_ts + zz[b]
+            pos += 1
+        else:
+            b2 = payload[pos + 1]
+            if b2 < 0x80:
+                ts = base_ts + zz2[b2 * 128 + b]
+                pos += 2
+            else:
+                ts, pos = zigzag_decode(payload, pos)
+                ts += base_ts
+        b = payload[pos]
+        if b < 0x80:
+            offset = base + zz[b]
+            pos += 1
+        else:
+            b2 = payload[pos + 1]
+            if b2 < 0x80:
+                offset = base + zz2[b2 * 128 + b]
+                pos += 2
+            else:
+                offset, pos = zigzag_decode(payload, pos)
+                offset += base
+        b = payload[pos]
+        if b == 1:  # length -1: a null key, the common case
+            if keyed_only:
+                pos = record_end
+                continue
+            key = None
+            pos += 1
+        else:
+            if b < 0x80:
+                n = zz[b]
+                pos += 1
+            else:
+                n, pos = zigzag_decode(payload, pos)
+            if n < 0:
+                if keyed_only:
+                    pos = record_end
+                    continue
+                key = None
+            else:
+                key = payload[pos : pos + n]
+                pos += n
+        b = payload[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            b2 = payload[pos + 1]
+            if b2 < 0x80:
+                n = zz2[b2 * 128 + b]
+                pos += 2
+            else:
+                n, pos = zigzag_decode(payload, pos)
+        if n < 0:
+            value = None
+        else:
+            value = payload[pos : pos + n]
+            pos += n
+        if payload[pos] == 0:  # no headers: the common case
+            pos += 1
+            headers = NO_HEADERS
+        else:
+            headers, pos = read_headers(payload, pos)
+        if pos != record_end:
+            raise CorruptRecordError("record length does not match its fields")
+        if flat:
+            out += (offset, key, value, headers, ts, 0)
+        else:
+            append(new(cls, (topic, partition, offset, key, value, headers, ts, 0)))
+    return pos
+
+
+def read_headers(payload: bytes, pos: int) -> tuple[Headers, int]:
+    """A record's headers (count, then key/value pairs) from `pos`; returns
+    them and the position after them. A null header key is corrupt, as in Kafka."""
+    count, pos = zigzag_decode(payload, pos)
+    items = []
+    for _ in range(count):
+        n, pos = zigzag_decode(payload, pos)
+        if n < 0:
+            raise CorruptRecordError("null header key")
+        key = payload[pos : pos + n].decode("utf-8")
+        pos += n
+        n, pos = zigzag_decode(payload, pos)
+        value = None if n < 0 else payload[pos : pos + n]
+        pos += max(n, 0)
+        items.append((key, value))
+    return tuple(items), pos
