@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from muster.protocol.codec import _writer, build, encode_response, response_schema
+from muster.protocol.codec import build, encode_response, response_schema
+from muster.protocol.entities import schema_writer
 from muster.protocol.fetch_response import Chunks, encode_fetch_response
 
 _i64 = st.integers(-1, 2**40)
@@ -37,7 +38,7 @@ _topic_name = st.text("abcxyz-._", min_size=1, max_size=12)
 def _kio(version: int, payload: dict[str, Any]) -> bytes:
     schema = response_schema(1, version)
     buf = io.BytesIO()
-    _writer(schema)(buf, build(schema, payload))
+    schema_writer(schema)(buf, build(schema, payload))
     return buf.getvalue()
 
 
