@@ -174,9 +174,7 @@ def short_ids(html_text: str) -> str:
     """Shortens each member id in escaped text to its client id and the UUID's
     first 8 digits; the whole id shows on hover (title) and stays searchable."""
     return _MEMBER_ID.sub(
-        lambda m: (
-            f'<span class="id" title="{m.group(0)}">{m.group(1)}{m.group(2)}\u2026</span>'
-        ),
+        lambda m: f'<span class="id" title="{m.group(0)}">{m.group(1)}{m.group(2)}\u2026</span>',
         html_text,
     )
 

@@ -132,8 +132,7 @@ def _summary_rows(s: GroupSummary) -> list[tuple[str, str]]:
         ("rebalance time", f"mean {mean}, p95 {p95}" if s.rebalances else "-"),
         (
             "not consuming",
-            f"{percent(s.not_consuming_fraction)} of the time "
-            f"({duration(s.not_consuming_ms)})",
+            f"{percent(s.not_consuming_fraction)} of the time ({duration(s.not_consuming_ms)})",
         ),
         ("commits", "-" if commits is None else f"{commits:.1f} per minute"),
         ("max lag now", "-" if lag is None else f"{lag:,} records"),

@@ -14,6 +14,7 @@ def client_config(bootstrap: str, **settings: object) -> dict[str, object]:
     """confluent-kafka settings every demo client starts from."""
     return {"bootstrap.servers": bootstrap, "logger": QUIET, **settings}
 
+
 TOPIC = "demo.orders"
 GROUP = "demo-analytics"
 SPARK_GROUP = "demo-spark-revenue"
