@@ -1,4 +1,5 @@
-"""Real broker processes for wire tests: muster (as users start it) and Tansu."""
+"""Real broker processes for wire tests: muster (as users start it), Tansu and
+kfake (third-party peers)."""
 
 from __future__ import annotations
 
@@ -156,6 +157,36 @@ class TansuProcess:
             self.proc.kill()
             self.proc.wait(timeout=30)
             self.proc = None
+
+
+def peer_binary(name: str) -> Path:
+    """A third-party peer from ../shared/peers/ (beside the clone, as CI has
+    it; MUSTER_PEERS overrides the folder). Missing is an error, not a skip."""
+    root = Path(__file__).resolve().parents[2]
+    folder = Path(os.environ.get("MUSTER_PEERS", root.parent / "shared" / "peers"))
+    path = folder / name
+    if not path.exists():
+        raise FileNotFoundError(f"peer {name} not found at {path} (set MUSTER_PEERS)")
+    return path
+
+
+class KfakeProcess(TansuProcess):  # shares the port, bootstrap and close
+    """franz-go's kfake (a Go fake Kafka cluster with KIP-848 consumer
+    groups), one broker on a free loopback port, in memory."""
+
+    def __init__(self, *config: str, partitions: int = 4) -> None:
+        super().__init__()  # a free port, bootstrap, close
+        self.config = config
+        self.partitions = partitions
+
+    def start(self) -> KfakeProcess:
+        cmd = [str(peer_binary("kfake")), "-ports", str(self.port), "-auto-create"]
+        cmd += ["-partitions", str(self.partitions), "-log-level", "none"]
+        for item in self.config:
+            cmd += ["-c", item]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, self.proc)
+        return self
 
 
 def topic_names(prefix: str, n: int) -> Iterable[str]:

@@ -31,6 +31,7 @@ from muster.client.consumer_args import (
     _tp,
 )
 from muster.client.consumer_group import GroupDriver
+from muster.client.core.consumer_member import ConsumerGroupMember
 from muster.client.core.fetcher import EARLIEST, LATEST, FetchManager
 from muster.client.core.membership import Event, GroupMembership, Request
 from muster.client.errors import (
@@ -53,6 +54,10 @@ DEFAULTS: dict[str, Any] = {
     "heartbeat.interval.ms": 3_000,
     "max.poll.interval.ms": 300_000,
     "partition.assignment.strategy": "range",
+    # "consumer": KIP-848 (the broker assigns; session.timeout.ms,
+    # heartbeat.interval.ms and partition.assignment.strategy then do not apply)
+    "group.protocol": "classic",
+    "group.remote.assignor": None,  # the broker's assignor (uniform, range); None: its default
     "fetch.min.bytes": 1,
     "fetch.max.wait.ms": 500,
     "fetch.max.bytes": 52_428_800,
@@ -98,20 +103,30 @@ class AIOConsumer(GroupDriver):
             c.int("request.timeout.ms") / 1000,
             ClientSecurity.from_conf(c.raw),
         )
-        self.membership: GroupMembership | None = None
-        if self.group_id is not None:
+        self.membership: GroupMembership | ConsumerGroupMember | None = None
+        protocol = str(c.get("group.protocol")).strip().lower()
+        if protocol not in ("classic", "consumer"):
+            raise ConfigError(f"group.protocol {protocol!r} is not classic or consumer")
+        common: dict[str, Any] = dict(
+            max_poll_interval_ms=c.int("max.poll.interval.ms"),
+            group_instance_id=c.opt_str("group.instance.id"),
+            enable_auto_commit=self.auto_commit,
+            auto_commit_interval_ms=c.int("auto.commit.interval.ms"),
+            retry_backoff_ms=c.int("retry.backoff.ms"),
+            rack=c.opt_str("client.rack"),
+            now_ms=_now_ms(),
+        )
+        if self.group_id is not None and protocol == "consumer":
+            self.membership = ConsumerGroupMember(
+                self.group_id, server_assignor=c.opt_str("group.remote.assignor"), **common
+            )
+        elif self.group_id is not None:
             self.membership = GroupMembership(
                 self.group_id,
                 assignors=_strategy_names(c.get("partition.assignment.strategy")),
                 session_timeout_ms=c.int("session.timeout.ms"),
-                max_poll_interval_ms=c.int("max.poll.interval.ms"),
                 heartbeat_interval_ms=c.int("heartbeat.interval.ms"),
-                group_instance_id=c.opt_str("group.instance.id"),
-                enable_auto_commit=self.auto_commit,
-                auto_commit_interval_ms=c.int("auto.commit.interval.ms"),
-                retry_backoff_ms=c.int("retry.backoff.ms"),
-                rack=c.opt_str("client.rack"),
-                now_ms=_now_ms(),
+                **common,
             )
         self.mode = "none"  # "assign" | "subscribe"
         self.pattern: re.Pattern[str] | None = None
@@ -413,7 +428,7 @@ class AIOConsumer(GroupDriver):
         offsets = await future
         return {tp: (offsets.get(tp) if offsets.get(tp, -1) >= 0 else None) for tp in tps}
 
-    def _require_group(self) -> GroupMembership:
+    def _require_group(self) -> GroupMembership | ConsumerGroupMember:
         if self.membership is None:
             raise ConfigError("this operation needs group.id")
         if self._group_task is None:

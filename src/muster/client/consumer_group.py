@@ -13,12 +13,15 @@ from typing import Any
 
 from muster.client._runner import wait_event, with_timeout
 from muster.client.consumer_args import _now_ms, _tp
+from muster.client.core.consumer_member import ConsumerGroupMember
 from muster.client.core.membership import Event, GroupMembership, Request
 from muster.client.errors import (
     CommitFailedError,
     KafkaError,
     KafkaTimeoutError,
 )
+
+Member = GroupMembership | ConsumerGroupMember  # classic or consumer protocol
 
 
 class GroupDriver:
@@ -31,7 +34,7 @@ class GroupDriver:
             timeout = None if wake_at is None else max(0.0, (wake_at - _now_ms()) / 1000)
             await wait_event(self._kick, 1.0 if timeout is None else timeout)
 
-    def _group_step(self, m: GroupMembership, join: bool) -> int | None:
+    def _group_step(self, m: Member, join: bool) -> int | None:
         m.set_positions(self._consumed_offsets())
         requests, wake_at = m.poll(_now_ms(), join=join)
         while m.events:
@@ -66,7 +69,10 @@ class GroupDriver:
             if request.to == "metadata":
                 topics = request.body["topics"]
                 await self.cluster.refresh_metadata(set(topics) | set(self.cluster.topics))
-                response: Any = self.cluster.partition_counts(topics)
+                if request.kind == "ids":  # the consumer protocol names topics by id
+                    response: Any = self.cluster.topic_ids()
+                else:
+                    response = self.cluster.partition_counts(topics)
             elif request.to == "any":
                 response = await with_timeout(
                     self.cluster.send_any(request.api_key, request.body), self.request_timeout_s
@@ -79,7 +85,11 @@ class GroupDriver:
                 timeout = self.request_timeout_s
                 if request.kind == "join":
                     timeout += m.max_poll_interval_ms / 1000
-                response = await with_timeout(conn.send(request.api_key, request.body), timeout)
+                version = None
+                if request.versions is not None:
+                    version = conn.version_for(request.api_key, request.versions)
+                sent = conn.send(request.api_key, request.body, version)
+                response = await with_timeout(sent, timeout)
         except (KafkaError, TimeoutError) as exc:
             error = exc if isinstance(exc, KafkaError) else KafkaTimeoutError(str(request.kind))
             m.on_failure(request, error, _now_ms())
@@ -96,7 +106,7 @@ class GroupDriver:
                 await self._refresh_subscription_metadata(m)
             await asyncio.sleep(min(max(0.05, due - time.monotonic()), 1.0))
 
-    async def _refresh_subscription_metadata(self, m: GroupMembership) -> None:
+    async def _refresh_subscription_metadata(self, m: Member) -> None:
         self._metadata_at = time.monotonic()
         try:
             if self.pattern is not None:
@@ -122,6 +132,8 @@ class GroupDriver:
     def _apply_after(self, event: Event) -> None:
         if event.kind in ("revoke", "lost"):
             self.fetcher.remove(_tp(tp) for tp in event.partitions)
+        if self.membership is not None:  # the consumer protocol acks after callbacks
+            self.membership.listener_done(event, _now_ms())
 
     def _release_held(self) -> None:
         held, self._held = self._held, []
@@ -149,7 +161,7 @@ class GroupDriver:
                 return fn, (parts,)
         return None, ()
 
-    async def _run_listener_events(self, m: GroupMembership) -> None:
+    async def _run_listener_events(self, m: Member) -> None:
         self._group_step(m, join=False)
         while self._listener_events:
             await self._deliver_listener_event(self._listener_events.popleft())

@@ -67,6 +67,7 @@ CLIENT_MAX: dict[int, int] = {
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
+    68: 1,  # ConsumerGroupHeartbeat (group.protocol=consumer only)
 }
 
 
@@ -190,9 +191,10 @@ class Connection:
             except StopIteration:
                 return
 
-    def version_for(self, api_key: int) -> int:
-        """The highest version of `api_key` both sides speak."""
-        lo, hi = client_versions(api_key)
+    def version_for(self, api_key: int, within: tuple[int, int] | None = None) -> int:
+        """The highest version of `api_key` both sides speak (`within`: the
+        versions a particular request's body fits, instead of CLIENT_MAX's)."""
+        lo, hi = client_versions(api_key) if within is None else within
         if api_key == API_VERSIONS and not self.versions:
             return hi
         broker = self.versions.get(api_key)
@@ -310,6 +312,7 @@ class TopicMeta:
     name: str
     error_code: int
     partitions: dict[int, int] = field(default_factory=dict)  # partition -> leader
+    topic_id: Any = None  # a uuid.UUID from Metadata v10+
 
 
 _LIST_OFFSETS = 2
@@ -441,6 +444,7 @@ class Cluster:
                 t.name,
                 int(t.error_code),
                 {int(p.partition_index): int(p.leader_id) for p in t.partitions},
+                getattr(t, "topic_id", None),
             )
             fresh[t.name] = meta
         if names is None:
@@ -462,6 +466,11 @@ class Cluster:
     def partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
         names = self.topics if topics is None else topics
         return {t: len(self.topics[t].partitions) for t in names if t in self.topics}
+
+    def topic_ids(self) -> dict[Any, str]:
+        """{topic id: name} of the known topics (the consumer protocol names
+        topics by id)."""
+        return {m.topic_id: n for n, m in self.topics.items() if m.topic_id is not None}
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         meta = self.topics.get(topic)

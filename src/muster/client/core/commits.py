@@ -27,6 +27,15 @@ from muster.client.errors import CommitFailedError, KafkaError, error_for
 
 
 class OffsetCommits:
+    def _init_offsets(self, now_ms: int) -> None:
+        """The member's commit and offset-fetch state (both protocols)."""
+        self.positions: dict[TP, int] = {}
+        self._next_auto_commit = now_ms + self.auto_commit_interval_ms
+        self._last_committed: dict[TP, int] = {}
+        self._commits: deque[Commit] = deque()
+        self._commit_in_flight: Commit | None = None
+        self._offset_fetches: deque[tuple[Any, frozenset[TP]]] = deque()
+
     def commit(self, offsets: Mapping[TP, int], tag: Any = None) -> None:
         """Queue a commit; an Event("commit", tag=tag) reports the result."""
         self._commits.append(Commit(tag, dict(offsets), bool(self.subscription)))
@@ -44,12 +53,9 @@ class OffsetCommits:
         if now_ms < self._backoff_until:
             return
         commit = self._commits[0]
-        if (
-            commit.generation_bound
-            and self.state is not MemberState.STABLE
-            and commit is not self._prepare_commit
-        ):
-            if self.state is MemberState.UNJOINED:
+        gate = self._commit_gate(commit)
+        if gate != "send":
+            if gate == "fail":
                 self._commits.popleft()
                 self._commit_failed(
                     commit, CommitFailedError("not a member of the group (no generation)")
@@ -58,9 +64,8 @@ class OffsetCommits:
         self._commits.popleft()
         self._commit_in_flight = commit
         commit.attempts += 1
-        generation, member_id = (
-            (self.generation, self.member_id) if commit.generation_bound else (-1, "")
-        )
+        generation, member_id = self._commit_identity(commit)
+        commit.epoch = generation
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), offset in sorted(commit.offsets.items()):
             topics.setdefault(topic, []).append(
@@ -88,8 +93,26 @@ class OffsetCommits:
                 },
                 "coordinator",
                 commit,
+                versions=self.commit_versions,
             )
         )
+
+    # The classic protocol's rules; the consumer protocol's member overrides them.
+    commit_versions: tuple[int, int] | None = None  # OffsetCommit versions (None: any)
+
+    def _commit_gate(self, commit: Commit) -> str:
+        """ "send" the commit now, "wait" (a rebalance is under way) or "fail"."""
+        if (
+            not commit.generation_bound
+            or self.state is MemberState.STABLE
+            or commit is self._prepare_commit
+        ):
+            return "send"
+        return "fail" if self.state is MemberState.UNJOINED else "wait"
+
+    def _commit_identity(self, commit: Commit) -> tuple[int, str]:
+        """(generation id or member epoch, member id) the commit carries."""
+        return (self.generation, self.member_id) if commit.generation_bound else (-1, "")
 
     def _queue_auto_commit(self) -> Commit | None:
         manual = not self.subscription
@@ -109,19 +132,24 @@ class OffsetCommits:
         for topic, partition in sorted(tps):
             topics.setdefault(topic, []).append(partition)
         self._in_flight.add("offset_fetch")
-        out.append(
-            Request(
-                "offset_fetch",
-                OFFSET_FETCH,
-                {
-                    "group_id": self.group_id,
-                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-                    "require_stable": True,
-                },
-                "coordinator",
-                (tag, tps),
-            )
+        out.append(self._offset_fetch_request(topics, (tag, tps)))
+
+    def _offset_fetch_request(self, topics: dict[str, list[int]], tag: Any) -> Request:
+        return Request(
+            "offset_fetch",
+            OFFSET_FETCH,
+            {
+                "group_id": self.group_id,
+                "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                "require_stable": True,
+            },
+            "coordinator",
+            tag,
         )
+
+    def _offset_fetch_answer(self, response: Any) -> Any:
+        """The part of an OffsetFetch answer with error_code and topics."""
+        return response
 
     def _on_commit(self, request: Request, response: Any, now_ms: int) -> None:
         commit: Commit = request.tag
@@ -136,11 +164,14 @@ class OffsetCommits:
             self._last_committed.update(commit.offsets)
             self.events.append(Event("commit", tag=commit.tag, offsets=commit.offsets))
             return
-        code = min(bad)
         if bad & COORDINATOR_ERRORS:
             self._coordinator_dead()
             self._commits.appendleft(commit)
             return
+        self._commit_rejected(commit, bad, now_ms)
+
+    def _commit_rejected(self, commit: Commit, bad: set[int], now_ms: int) -> None:
+        code = min(bad)
         if code == REBALANCE_IN_PROGRESS:
             self.request_rejoin("commit during a rebalance")
             self._commit_failed(commit, CommitFailedError("REBALANCE_IN_PROGRESS", code=code))
@@ -158,6 +189,7 @@ class OffsetCommits:
     def _on_offset_fetch(self, request: Request, response: Any, now_ms: int) -> None:
         self._in_flight.discard("offset_fetch")
         tag, tps = request.tag
+        response = self._offset_fetch_answer(response)
         top = int(getattr(response, "error_code", 0))
         if top in COORDINATOR_ERRORS:
             self._coordinator_dead()

@@ -31,11 +31,11 @@ from typing import Any
 
 from muster.assignors import ASSIGNORS, RebalanceProtocol, perform_assignment, subscription_for
 from muster.client.core.commits import OffsetCommits
+from muster.client.core.coordinator import CoordinatorLookup, checked_topics
 from muster.client.core.liveness import Liveness
 from muster.client.core.member_state import MemberState, Trigger, next_state
 from muster.client.core.messages import (
     COORDINATOR_ERRORS,
-    FIND_COORDINATOR,
     ILLEGAL_GENERATION,
     JOIN_GROUP,
     MEMBER_ID_REQUIRED,
@@ -61,7 +61,7 @@ from muster.protocol.consumer_protocol import (
 )
 
 
-class GroupMembership(OffsetCommits, Liveness):
+class GroupMembership(CoordinatorLookup, OffsetCommits, Liveness):
     def __init__(
         self,
         group_id: str,
@@ -102,7 +102,6 @@ class GroupMembership(OffsetCommits, Liveness):
         self.subscription: frozenset[str] = frozenset()
         self.assignment: frozenset[TP] = frozenset()
         self.partition_counts: dict[str, int] = {}
-        self.positions: dict[TP, int] = {}
         self.events: deque[Event] = deque()
         self.rejoin_cause: str | None = None
         self.rebalances = 0
@@ -114,11 +113,7 @@ class GroupMembership(OffsetCommits, Liveness):
         self._left_for_poll_timeout = False
         self._next_heartbeat = 0
         self._last_heartbeat_ok = now_ms
-        self._next_auto_commit = now_ms + auto_commit_interval_ms
-        self._last_committed: dict[TP, int] = {}
-        self._commits: deque[Commit] = deque()
-        self._commit_in_flight: Commit | None = None
-        self._offset_fetches: deque[tuple[Any, frozenset[TP]]] = deque()
+        self._init_offsets(now_ms)
         self._prepared = False  # onJoinPrepare done for the pending rejoin
         self._prepare_commit: Commit | None = None
         self._join_snapshot: dict[str, int] = {}
@@ -130,10 +125,7 @@ class GroupMembership(OffsetCommits, Liveness):
     # ------------------------------------------------------------ app inputs
 
     def subscribe(self, topics: Iterable[str], now_ms: int) -> None:
-        topics = frozenset(topics)
-        for t in topics:
-            if not t or not t.strip():
-                raise ValueError("topic names must be non-empty")
+        topics = checked_topics(topics)
         if topics == self.subscription:
             return
         self.subscription = topics
@@ -180,6 +172,10 @@ class GroupMembership(OffsetCommits, Liveness):
         self._reset_generation(keep_member_id=self.group_instance_id is not None)
         self.subscription = frozenset()
 
+    def listener_done(self, event: Event, now_ms: int) -> None:
+        """The driver ran the callback of `event` (the classic member needs
+        nothing: its JoinGroup waits for callbacks in the driver)."""
+
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
         return RebalanceProtocol.COOPERATIVE if self.cooperative else RebalanceProtocol.EAGER
@@ -206,20 +202,7 @@ class GroupMembership(OffsetCommits, Liveness):
             self.subscription or self._commits or self._offset_fetches or self._commit_in_flight
         )
         if self.coordinator is None:
-            if (
-                wants_coordinator
-                and "find" not in self._in_flight
-                and now_ms >= self._backoff_until
-            ):
-                self._in_flight.add("find")
-                out.append(
-                    Request(
-                        "find",
-                        FIND_COORDINATOR,
-                        {"key": self.group_id, "key_type": 0, "coordinator_keys": [self.group_id]},
-                        "any",
-                    )
-                )
+            self._find_step(now_ms, out, wants_coordinator)
             return out, self._wake_at(now_ms)
         self._commit_step(now_ms, out)
         self._offset_fetch_step(out)
@@ -344,21 +327,6 @@ class GroupMembership(OffsetCommits, Liveness):
             self._restart_join()
         elif kind == "heartbeat":
             self._in_flight.discard("heartbeat")
-
-    def _on_find(self, request: Request, response: Any, now_ms: int) -> None:
-        self._in_flight.discard("find")
-        coordinators = getattr(response, "coordinators", None)
-        entry = coordinators[0] if coordinators else response
-        code = int(entry.error_code)
-        if code != NONE:
-            error = error_for(code, getattr(entry, "error_message", None))
-            if error.retriable:
-                self._backoff_until = now_ms + self.retry_backoff_ms
-                return
-            self._fail(error)
-            return
-        self.coordinator = (int(entry.node_id), str(entry.host), int(entry.port))
-        self._last_heartbeat_ok = now_ms
 
     def _on_join(self, request: Request, response: Any, now_ms: int) -> None:
         self._in_flight.discard("join")

@@ -51,6 +51,7 @@ class Request:
     to: str
     tag: Any = None
     node: int = -1  # the broker, when to == "node"
+    versions: tuple[int, int] | None = None  # the versions the body fits (None: any)
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,4 @@ class Commit:
     offsets: dict[TP, int]
     generation_bound: bool  # fails (not retried) if the generation moves on
     attempts: int = 0
+    epoch: int = -1  # the generation id / member epoch it was last sent with
