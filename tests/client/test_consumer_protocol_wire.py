@@ -1,6 +1,6 @@
 """muster's own consumer with `group.protocol=consumer` (KIP-848) over real
 sockets against a third-party broker that implements it: franz-go's kfake
-(../shared/peers/kfake).
+(../shared/peers/kfake), and then muster's own KIP-848 coordinator.
 The broker assigns; the members reconcile, revoking before a partition
 moves, so no partition is ever owned by two members at once."""
 
@@ -13,15 +13,39 @@ from typing import Any
 
 import pytest
 
+import muster
 from muster.client import Admin, Consumer, NewTopic, Producer
 from muster.client.aio import AIOConsumer
 from muster.client.errors import UnsupportedError
 from tests.support.brokers import KfakeProcess
 
 
-@pytest.fixture(scope="module")
-def kfake() -> Iterator[KfakeProcess]:
-    broker = KfakeProcess("group.consumer.heartbeat.interval.ms=500").start()
+class _Muster:
+    """muster's own KIP-848 coordinator, in this process, with the same 500 ms
+    heartbeat interval as the kfake run."""
+
+    def __init__(self) -> None:
+        self.broker = muster.Broker({"group.consumer.heartbeat.interval.ms": 500})
+
+    def start(self) -> _Muster:
+        self.broker.start()
+        self.bootstrap = self.broker.bootstrap_servers
+        return self
+
+    def close(self) -> None:
+        self.broker.close()
+
+
+@pytest.fixture(scope="module", params=["kfake", "muster"])
+def kfake(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The KIP-848 broker under test: the third-party kfake first (it proves
+    the client), then muster's own coordinator (client and broker agree)."""
+    broker: Any = (
+        KfakeProcess("group.consumer.heartbeat.interval.ms=500")
+        if request.param == "kfake"
+        else _Muster()
+    )
+    broker.start()
     try:
         yield broker
     finally:
