@@ -6,6 +6,7 @@ import asyncio
 import logging
 import struct
 from collections import deque
+from collections.abc import Coroutine
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -250,7 +251,16 @@ class Connection:
             before = []
         answer = _Answer(correlation_id, api_key, version, flexible)
         self._order.append(answer)
-        task = asyncio.create_task(self._run(entry, ctx, request, before, answer))
+        run = self._run(entry, ctx, request, before, answer)
+        if before:
+            task = asyncio.create_task(run)
+        else:
+            started = _start(run)
+            if started is None:  # answered without waiting for anything
+                if entry.serial:
+                    self._barrier = None
+                return
+            task = started
         self._inflight.append(task)
         if entry.serial:
             self._barrier = task
@@ -319,6 +329,45 @@ class Connection:
                 self.writer.write(prefix + body)
         if len(order) < MAX_PIPELINED:
             self._room.set()
+
+
+def _start(run: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Runs a request up to its first wait, here, and only then makes it a task.
+
+    Most small requests (a heartbeat, metadata, a commit with
+    muster.fsync=never, a fetch with nothing to wait for) never wait: they are
+    answered in the reader's own turn of the loop, with no task to create
+    and no extra loop iteration before the handler runs. None: done.
+    """
+    try:
+        waiting = run.send(None)
+    except StopIteration:
+        return None
+    return asyncio.create_task(_finish(run, waiting))
+
+
+async def _finish(run: Coroutine[Any, Any, None], waiting: Any) -> None:
+    """Drives `run`, suspended on `waiting`, as a task would: a result is sent
+    in, an exception (the future's, or this task's cancellation) thrown in."""
+    while True:
+        try:
+            if waiting is None:  # a bare yield: one turn of the loop
+                await asyncio.sleep(0)
+            else:
+                # what a task does with a future its coroutine yields: takes
+                # the "awaited by a task" mark off, and awaits it itself
+                waiting._asyncio_future_blocking = False
+                await waiting
+        except BaseException as exc:
+            try:
+                waiting = run.throw(exc)
+            except StopIteration:
+                return
+            continue
+        try:
+            waiting = run.send(None)
+        except StopIteration:
+            return
 
 
 def _summary(payload: Any) -> str:
