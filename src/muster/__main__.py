@@ -1,3 +1,3 @@
-from muster.cli.main import app
+from muster.cli.entry import main
 
-app()
+main()

@@ -65,6 +65,13 @@ PROPERTIES: tuple[Property, ...] = (
         "HOST:PORT for the Prometheus /metrics endpoint (empty: off).",
     ),
     Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
+    Property(
+        "muster.event.loop",
+        str,
+        "asyncio",
+        "asyncio: the standard event loop; uvloop: libuv's drop-in loop, fewer "
+        "CPU microseconds per request (needs the uvloop extra: pip install 'muster[uvloop]').",
+    ),
     Property("connections.max.idle.ms", int, 600000, "Close idle or half-sent connections."),
     Property("max.connections", int, 2147483647, "Connections at once; more are closed."),
     Property("max.connections.per.ip", int, 2147483647, "Connections from one address."),

@@ -51,6 +51,28 @@ def test_slowloris_request_is_cut_off_within_the_idle_time(tight: MusterProcess)
     assert "not received within" in tight.log_text()
 
 
+def test_idle_connection_is_closed_after_the_idle_time_and_a_busy_one_is_not(
+    tight: MusterProcess,
+) -> None:
+    with (
+        socket.create_connection(("127.0.0.1", tight.port)) as idle,
+        socket.create_connection(("127.0.0.1", tight.port)) as busy,
+    ):
+        started = time.monotonic()
+        # the busy one sends an ApiVersions request twice a second
+        while time.monotonic() - started < IDLE_MS / 1000 + 1.5:
+            if time.monotonic() - started < IDLE_MS / 1000 - 0.5:
+                assert not select.select([idle], [], [], 0)[0]  # not closed early
+            busy.sendall(encode_request(18, 0, 1, "busy", {}))
+            (size,) = struct.unpack(">i", busy.recv(4, socket.MSG_WAITALL))
+            assert len(busy.recv(size, socket.MSG_WAITALL)) == size
+            time.sleep(0.5)
+        assert peer_closed(idle, 2.0)
+        busy.sendall(encode_request(18, 0, 2, "busy", {}))
+        assert len(busy.recv(4, socket.MSG_WAITALL)) == 4  # still served
+    assert "idle for 2s" in tight.log_text()
+
+
 def test_connections_past_max_connections_per_ip_are_closed_and_logged(tmp_path: Path) -> None:
     broker = MusterProcess(tmp_path / "data", {"max.connections.per.ip": "40"}).start()
     socks: list[socket.socket] = []

@@ -8,11 +8,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from muster.cli._common import fail
-from muster.config import PROPERTIES, ConfigError, load_config
-
-DEFAULT_DATA_DIR = "./muster-data"
-DEFAULT_LISTEN = "127.0.0.1:9092"
+from muster.cli.serve_run import DEFAULT_DATA_DIR, DEFAULT_LISTEN, run_serve
+from muster.cli.serve_run import parse_listen as parse_host_port
+from muster.config import PROPERTIES
 
 HELP = """Run the muster broker in the foreground until SIGTERM or SIGINT (Ctrl-C).
 
@@ -46,12 +44,10 @@ def properties_epilog() -> str:
 
 
 def parse_listen(value: str | None) -> str | None:
-    if value is None:
-        return None
-    host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise typer.BadParameter(f"expected HOST:PORT, got {value!r}")
-    return f"{host}:{int(port)}"
+    try:
+        return parse_host_port(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def serve(
@@ -95,40 +91,7 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    explicit = {}
-    if data_dir is not None:
-        explicit["log.dirs"] = str(data_dir)
-    if listen is not None:
-        explicit["listeners"] = f"PLAINTEXT://{listen}"
-        # A config file's advertised.listeners names its own port; --listen
-        # replaces both unless advertised.listeners is set on the command line.
-        if not any(o.strip().startswith("advertised.listeners=") for o in overrides or ()):
-            explicit["advertised.listeners"] = ""
-    try:
-        config = load_config(config_file, overrides or (), **explicit)
-    except ConfigError as exc:
-        fail(f"configuration: {exc}", code=2)
-    except OSError as exc:
-        fail(f"configuration: cannot read {config_file}: {exc.strerror or exc}", code=2)
-
-    try:
-        from muster.server.broker import run
-        from muster.server.startup import StartupError
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("muster.server.broker", "muster.server"):
-            raise
-        fail("the broker (muster.server.broker) is not available in this installation")
-
-    from muster.log.port import UnreadableLogError
-
-    try:
-        run(config)
-    except ConfigError as exc:  # settings the broker refuses once it looks closer
-        fail(f"configuration: {exc}", code=2)
-    except (StartupError, UnreadableLogError) as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        pass
+    run_serve(data_dir, listen, config_file, overrides or [])
 
 
 def register(app: typer.Typer) -> None:

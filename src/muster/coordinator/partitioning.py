@@ -1,6 +1,9 @@
 """Group -> `__consumer_offsets` partition, exactly as Kafka computes it."""
 
+from functools import lru_cache
 
+
+@lru_cache(maxsize=1 << 16)  # a loop over the id's UTF-16 units, asked on every group request
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode: over UTF-16 code units, 32-bit signed wrap."""
     h = 0

@@ -6,7 +6,7 @@ import asyncio
 import threading
 
 from muster.config import BrokerConfig
-from muster.server.broker import Broker
+from muster.server.broker import Broker, loop_factory
 
 
 class BrokerThread:
@@ -18,7 +18,7 @@ class BrokerThread:
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.loop = asyncio.new_event_loop()
+        self.loop = (loop_factory(config) or asyncio.new_event_loop)()
         self.broker = Broker(config)
         self._ready = threading.Event()
         self._error: BaseException | None = None

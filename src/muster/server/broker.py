@@ -26,7 +26,13 @@ from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.listen import start_listener, tls_handshake
 from muster.server.metrics import BrokerMetrics
 from muster.server.security import BrokerSecurity, ServedListener
-from muster.server.startup import DataDirLock, StartupError, bind_listener, listen_failed
+from muster.server.startup import (
+    DataDirLock,
+    Phases,
+    StartupError,
+    bind_listener,
+    listen_failed,
+)
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
@@ -53,14 +59,17 @@ class Broker:
         self.metrics_port: int | None = None
         self._lock: DataDirLock | None = None
         self.security: BrokerSecurity | None = None
+        self._phases = Phases()
 
     async def start(self) -> None:
         """Binds, then opens storage; a StartupError leaves nothing bound or locked."""
+        phases = self._phases = Phases()
         # Settings first (listeners, TLS files, SASL, the authorizer): a bad one
         # fails before anything is bound or written.
         security = BrokerSecurity(
             self.config, None if self.config.in_memory else self.config.data_dir
         )
+        phases.mark("settings")
         # Bind before touching the disk: a broker that cannot listen must not
         # leave a data directory (or 50 partition folders) behind.
         socks: list = []
@@ -76,6 +85,7 @@ class Broker:
                     f"{os.strerror(exc.errno) if exc.errno else exc}.\n"
                     "Choose a free port (--set muster.metrics.listen=HOST:PORT)."
                 ) from None
+            phases.mark("bind")
             self.security = security
             await self._open_storage()
             for served, sock in zip(security.served, socks, strict=True):
@@ -91,6 +101,7 @@ class Broker:
                     raise StartupError(listen_failed(li.host, li.port, exc)) from None
                 self._servers.append(server)
                 self.ports[li.name] = server.sockets[0].getsockname()[1]
+            phases.mark("listen")
         except BaseException:
             for sock in socks:
                 sock.close()
@@ -115,6 +126,7 @@ class Broker:
             )
         where = "memory (muster.storage=memory)" if self.config.in_memory else self.config.data_dir
         log.info("muster listening on %s:%d, data in %s", first.host, self.port, where)
+        log.info("%s", phases.summary())
 
     async def _open_storage(self) -> None:
         if self.config.in_memory:
@@ -126,6 +138,7 @@ class Broker:
             logs = LogManager(data_dir, self.config)
             producer_ids = ProducerIdAllocator(data_dir / "producer-ids.json")
         await asyncio.to_thread(logs.load)
+        self._phases.mark(f"logs ({len(logs.topics())} topics)")
         notifier = DataNotifier()
         durability = Durability(
             self.config["muster.fsync"],
@@ -148,8 +161,10 @@ class Broker:
         durability.start()
         self.coordinator = await start_coordinator(self.state)
         self.state.extras["coordinator"] = self.coordinator
+        self._phases.mark("coordinator")
         self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
         self.state.extras["transactions"] = self.transactions
+        self._phases.mark("transactions")
         self.metrics.coordinator = self.coordinator
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
@@ -268,7 +283,28 @@ async def serve_until_signalled(
     await broker.stop()
 
 
+def loop_factory(config: BrokerConfig) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop `muster.event.loop` names (None: asyncio's own)."""
+    name = config["muster.event.loop"]
+    if name == "asyncio":
+        return None
+    if name != "uvloop":
+        raise StartupError(
+            f"muster.event.loop must be asyncio or uvloop, not {name!r}.\n"
+            "Leave it unset for the standard loop."
+        )
+    try:
+        import uvloop
+    except ImportError:
+        raise StartupError(
+            "muster.event.loop=uvloop, but uvloop is not installed.\n"
+            "Install it with: pip install 'muster[uvloop]' (or leave the setting unset)."
+        ) from None
+    return uvloop.new_event_loop
+
+
 def run(config: BrokerConfig) -> None:
     """Runs the broker in the foreground until SIGTERM or SIGINT."""
     setup_logging(config["muster.log.level"])
-    asyncio.run(serve_until_signalled(config))
+    with asyncio.Runner(loop_factory=loop_factory(config)) as runner:
+        runner.run(serve_until_signalled(config))

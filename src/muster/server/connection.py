@@ -6,6 +6,7 @@ import asyncio
 import logging
 import struct
 from collections import deque
+from collections.abc import Coroutine
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">i")
 MAX_PIPELINED = 128
+_SIZE, _BODY, _BLOCKED = 0, 1, 2  # what the read loop waits for
 _JOIN_LIMIT = 64 * 1024
 
 
@@ -84,6 +86,16 @@ class Connection:
         self._inflight: list[asyncio.Task[Any]] = []
         self._barrier: asyncio.Task[Any] | None = None
         self._drain_s = 0.0  # > 0 once the broker is stopping (see drain)
+        # The idle bound without a timer per read: the read loop notes when
+        # its current wait began (`_since`, loop time) and what it waits for
+        # (`_phase`), and one watchdog per connection, armed for the earliest
+        # possible deadline, re-arms itself for the real one when it fires.
+        self._since = 0.0
+        self._phase = _SIZE
+        self._expired: str | None = None  # why the watchdog closed the connection
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._idle_s = 0.0
+        self._size = 0
 
     async def serve(self) -> None:
         try:
@@ -92,7 +104,15 @@ class Connection:
             log.warning("closing connection from %s: %s", self.peer, exc)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self._expired is None or task is None or task.cancelling() > 1:
+                raise  # the broker is stopping
+            task.uncancel()  # the watchdog's own cancel: the bound was passed
+            log.warning("closing connection from %s: %s", self.peer, self._expired)
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             if self._drain_s > 0 and self._inflight:
                 # A graceful stop: requests already read are answered (a write
                 # appended and being fsynced, a commit), within the bound.
@@ -113,15 +133,15 @@ class Connection:
 
     async def _read_requests(self) -> None:
         limit = int(self.state.config["socket.request.max.bytes"])
-        idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
+        self._idle_s = idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._since = loop.time()
+        self._watchdog = loop.call_at(self._since + idle_s, self._watch, task)
+        reader = self.reader
         while True:
-            try:
-                async with asyncio.timeout(idle_s):  # no extra task per request
-                    prefix = await self.reader.readexactly(4)
-            except TimeoutError:
-                if any(not t.done() for t in self._inflight):
-                    continue  # a long poll or a join is still being answered
-                raise ProtocolViolation(f"idle for {idle_s:.0f}s") from None
+            prefix = await reader.readexactly(4)
             (size,) = _LENGTH.unpack(prefix)
             # until authenticated, Kafka's smaller sasl.server.max.receive.size
             cap = self.session.frame_limit(limit)
@@ -137,22 +157,46 @@ class Connection:
             # any byte resets: one byte a second would hold a connection (and
             # its buffer) for ever. Here a request must arrive whole within
             # connections.max.idle.ms of its size.
-            try:
-                async with asyncio.timeout(idle_s):
-                    frame = await self.reader.readexactly(size)
-            except TimeoutError:
-                raise ProtocolViolation(
-                    f"request of {size} bytes not received within {idle_s:.0f}s"
-                ) from None
-            await self._dispatch(frame)
+            self._since = loop.time()
+            self._phase = _BODY
+            self._size = size
+            frame = await reader.readexactly(size)
+            self._dispatch(frame)
             # Backpressure: no new request while too many answers are owed or
             # the socket's send buffer is full.
-            while len(self._order) >= MAX_PIPELINED:
-                self._room.clear()
-                await self._room.wait()
-            await self.writer.drain()
+            if len(self._order) >= MAX_PIPELINED or self.writer.transport.get_write_buffer_size():
+                self._phase = _BLOCKED
+                while len(self._order) >= MAX_PIPELINED:
+                    self._room.clear()
+                    await self._room.wait()
+                await self.writer.drain()
+            self._since = loop.time()
+            self._phase = _SIZE
 
-    async def _dispatch(self, frame: bytes) -> None:
+    def _watch(self, task: asyncio.Task[Any]) -> None:
+        """The watchdog: closes a connection idle (or mid-request) too long."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        deadline = self._since + self._idle_s
+        if now < deadline:
+            self._watchdog = loop.call_at(deadline, self._watch, task)
+            return
+        if self._phase == _BLOCKED or (
+            self._phase == _SIZE and any(not t.done() for t in self._inflight)
+        ):
+            # answers are still owed (a long poll, a join) or not yet taken
+            # by the client: not idle
+            self._since = now
+            self._watchdog = loop.call_at(now + self._idle_s, self._watch, task)
+            return
+        self._watchdog = None
+        if self._phase == _SIZE:
+            self._expired = f"idle for {self._idle_s:.0f}s"
+        else:
+            self._expired = f"request of {self._size} bytes not received within {self._idle_s:.0f}s"
+        task.cancel()
+
+    def _dispatch(self, frame: bytes) -> None:
         session = self.session
         if session.raw_tokens:
             self._raw_token(frame)
@@ -215,7 +259,16 @@ class Connection:
             before = []
         answer = _Answer(correlation_id, api_key, version, flexible)
         self._order.append(answer)
-        task = asyncio.create_task(self._run(entry, ctx, request, before, answer))
+        run = self._run(entry, ctx, request, before, answer)
+        if before:
+            task = asyncio.create_task(run)
+        else:
+            started = _start(run)
+            if started is None:  # answered without waiting for anything
+                if entry.serial:
+                    self._barrier = None
+                return
+            task = started
         self._inflight.append(task)
         if entry.serial:
             self._barrier = task
@@ -290,6 +343,45 @@ class Connection:
                 self.writer.write(prefix + body)
         if len(order) < MAX_PIPELINED:
             self._room.set()
+
+
+def _start(run: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Runs a request up to its first wait, here, and only then makes it a task.
+
+    Most small requests (a heartbeat, metadata, a commit with
+    muster.fsync=never, a fetch with nothing to wait for) never wait: they are
+    answered in the reader's own turn of the loop, with no task to create
+    and no extra loop iteration before the handler runs. None: done.
+    """
+    try:
+        waiting = run.send(None)
+    except StopIteration:
+        return None
+    return asyncio.create_task(_finish(run, waiting))
+
+
+async def _finish(run: Coroutine[Any, Any, None], waiting: Any) -> None:
+    """Drives `run`, suspended on `waiting`, as a task would: a result is sent
+    in, an exception (the future's, or this task's cancellation) thrown in."""
+    while True:
+        try:
+            if waiting is None:  # a bare yield: one turn of the loop
+                await asyncio.sleep(0)
+            else:
+                # what a task does with a future its coroutine yields: takes
+                # the "awaited by a task" mark off, and awaits it itself
+                waiting._asyncio_future_blocking = False
+                await waiting
+        except BaseException as exc:
+            try:
+                waiting = run.throw(exc)
+            except StopIteration:
+                return
+            continue
+        try:
+            waiting = run.send(None)
+        except StopIteration:
+            return
 
 
 def _summary(payload: Any) -> str:

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import os
 import socket
+import time
 from pathlib import Path
 
 LOCK_NAME = ".lock"
@@ -124,3 +125,35 @@ class DataDirLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux; None elsewhere): what the
+    interpreter and the imports cost before the broker's own start."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class Phases:
+    """How long each step of a start took, for the one line logged at the end."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+        self.done: list[tuple[str, float]] = []
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.done.append((name, (now - self._last) * 1000))
+        self._last = now
+
+    def summary(self) -> str:
+        total = sum(ms for _, ms in self.done)
+        steps = ", ".join(f"{name} {ms:.0f}" for name, ms in self.done)
+        age = process_age_s()
+        before = "" if age is None else f"; process start to listening {age * 1000:.0f} ms"
+        return f"started in {total:.0f} ms ({steps} ms){before}"

@@ -102,6 +102,7 @@ class ShardRuntime:
         self.load_seconds = 0.0
         self._queue: asyncio.Queue[_Work] = asyncio.Queue()
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._due: dict[str, float] = {}  # key -> loop time it is due (may pass its handle's)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
@@ -136,6 +137,7 @@ class ShardRuntime:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        self._due.clear()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -289,15 +291,35 @@ class ShardRuntime:
                 fut.set_result(response)
 
     def _set_timer(self, op: Schedule | Cancel) -> None:
-        old = self._timers.pop(op.key, None)
+        key = op.key
+        if not isinstance(op, Schedule):
+            self._due.pop(key, None)
+            old = self._timers.pop(key, None)
+            if old is not None:
+                old.cancel()
+            return
+        loop = asyncio.get_running_loop()
+        due = loop.time() + max(0.0, (op.deadline_ms - self.clock()) / 1000)
+        self._due[key] = due
+        old = self._timers.get(key)
         if old is not None:
+            if old.when() <= due:
+                # Every heartbeat pushes its member's deadline later: the armed
+                # handle stays and re-arms itself for the new deadline when it
+                # fires, instead of a cancel and a new heap entry per heartbeat.
+                return
             old.cancel()
-        if isinstance(op, Schedule):
-            delay = max(0.0, (op.deadline_ms - self.clock()) / 1000)
-            self._timers[op.key] = asyncio.get_running_loop().call_later(delay, self._fire, op.key)
+        self._timers[key] = loop.call_at(due, self._fire, key)
 
     def _fire(self, key: str) -> None:
+        due = self._due.get(key)
+        if due is not None:
+            loop = asyncio.get_running_loop()
+            if due > loop.time():  # moved later since this handle was armed
+                self._timers[key] = loop.call_at(due, self._fire, key)
+                return
         self._timers.pop(key, None)
+        self._due.pop(key, None)
         # keys reach the runtime as plain text (a key without a group is its kind):
         # asking a str for a TimerKey's `kind` found nothing, and no step ever
         # took the lane
