@@ -7,6 +7,7 @@ and consumer groups side by side."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 from muster.client import Consumer as MusterConsumer
@@ -115,3 +116,68 @@ def test_a_group_shared_by_muster_client_and_confluent_kafka(broker: MusterProce
         for m in theirs:
             m.abandon()
         ours.close()
+
+
+SCALE = 20  # the issue's 1 -> 20 -> 1
+
+
+def _close_all(members: list[GroupMember]) -> None:
+    """Closes members in parallel (each leaves with epoch -1 on its own thread)."""
+    for m in members:
+        m._stop.set()
+    for m in members:
+        m.close()
+
+
+def _events_since(members: list[GroupMember], marks: list[int]) -> list[list[Any]]:
+    return [m.event_log()[n:] for m, n in zip(members, marks, strict=True)]
+
+
+def test_scaling_1_to_20_to_1_revokes_only_moved_partitions(broker: MusterProcess) -> None:
+    b, topic, group = broker.bootstrap, "cp-scale", "cp-scale-g"
+    n_parts = 2 * SCALE
+    create_topic(b, topic, partitions=n_parts)
+    expected = all_partitions(topic, n_parts)
+    owners = Ownership()
+
+    def join(i: int) -> GroupMember:
+        return TrackedMember(owners, b, group, [topic], **CONSUMER, **{"client.id": f"s{i}"})
+
+    def balanced(live: list[GroupMember]) -> bool:
+        each = n_parts // len(live)
+        return exact_cover(live, expected) and all(
+            len(m.assignment()) in (each, each + 1) for m in live
+        )
+
+    members = [join(0)]
+    try:
+        wait_until(lambda: exact_cover(members, expected), 30, "the first member owns all")
+        first_had = members[0].assignment()
+        mark = len(members[0].event_log())
+        members += [join(i) for i in range(1, SCALE)]
+        wait_until(lambda: balanced(members), 60, f"{SCALE} members, 2 partitions each")
+        # the first member revoked exactly what moved away and kept the rest
+        revoked = [parts for kind, parts in members[0].event_log()[mark:] if kind != "assign"]
+        kept = members[0].assignment()
+        assert kept <= first_had
+        assert set().union(*revoked) == first_had - kept
+        assert sum(len(r) for r in revoked) == len(first_had - kept)  # each revoked once
+        for m in members[1:]:  # newcomers: assigned only, never revoked
+            assert {kind for kind, _ in m.event_log()} == {"assign"}, (m.name, m.event_log())
+
+        # 20 -> 10 -> 1: survivors only gain; none of them sees a revoke
+        for size in (SCALE // 2, 1):
+            live = members[:size]
+            had = [m.assignment() for m in live]
+            marks = [len(m.event_log()) for m in live]
+            _close_all(members[size:])
+            members = live
+            wait_until(partial(balanced, live), 30, f"{size} members cover all")
+            for m, before, events in zip(live, had, _events_since(live, marks), strict=True):
+                assert before <= m.assignment()
+                assert all(kind == "assign" for kind, _ in events), (m.name, events)
+        assert not owners.violations, owners.violations
+        assert not [m.errors for m in members if m.errors]
+    finally:
+        for m in members:
+            m.abandon()
