@@ -277,12 +277,14 @@ CHILD_CONSUMER = textwrap.dedent(
     """
     import json, sys
     from confluent_kafka import Consumer
-    bootstrap, group, topic, client_id, session_ms = sys.argv[1:6]
-    c = Consumer({
+    bootstrap, group, topic, client_id, session_ms, protocol = sys.argv[1:7]
+    conf = {
         "bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
-        "session.timeout.ms": int(session_ms), "heartbeat.interval.ms": 300,
-        "auto.offset.reset": "earliest",
-    })
+        "auto.offset.reset": "earliest", "group.protocol": protocol,
+    }
+    if protocol == "classic":  # KIP-848: the broker dictates both (librdkafka refuses them)
+        conf.update({"session.timeout.ms": int(session_ms), "heartbeat.interval.ms": 300})
+    c = Consumer(conf)
     def show(kind):
         def cb(consumer, parts):
             print(json.dumps([kind, sorted(p.partition for p in parts)]), flush=True)
@@ -298,10 +300,17 @@ class ChildMember:
     """A confluent-kafka group member in a child process, so SIGKILL skips LeaveGroup.
 
     The child reports its rebalance callbacks on stdout; `assignment()` mirrors them.
+    With protocol="consumer" (KIP-848) the session timeout is the broker's.
     """
 
     def __init__(
-        self, bootstrap: str, group: str, topic: str, client_id: str, session_ms: int
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        client_id: str,
+        session_ms: int,
+        protocol: str = "classic",
     ) -> None:
         self.topic = topic
         self.proc = subprocess.Popen(
@@ -314,6 +323,7 @@ class ChildMember:
                 topic,
                 client_id,
                 str(session_ms),
+                protocol,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -7,6 +7,7 @@ and consumer groups side by side."""
 from __future__ import annotations
 
 import threading
+import time
 from functools import partial
 from typing import Any
 
@@ -14,7 +15,15 @@ from muster.client import Consumer as MusterConsumer
 from tests.support.brokers import MusterProcess
 from tests.wire import test_groups_consumer_protocol as kip848
 from tests.wire.clients import create_topic
-from tests.wire.group_helpers import TP, GroupMember, all_partitions, exact_cover, wait_until
+from tests.wire.group_helpers import (
+    TP,
+    ChildMember,
+    GroupMember,
+    admin,
+    all_partitions,
+    exact_cover,
+    wait_until,
+)
 
 CONSUMER = kip848.CONSUMER
 broker = kip848.broker  # the same broker settings (300 ms heartbeat, 6 s session)
@@ -181,3 +190,40 @@ def test_scaling_1_to_20_to_1_revokes_only_moved_partitions(broker: MusterProces
     finally:
         for m in members:
             m.abandon()
+
+
+def test_a_sigkilled_member_loses_its_partitions_after_the_session_timeout(
+    broker: MusterProcess,
+) -> None:
+    b, topic, group = broker.bootstrap, "cp-kill", "cp-kill-g"
+    create_topic(b, topic, partitions=4)
+    expected = all_partitions(topic, 4)
+    survivor = GroupMember(b, group, [topic], **CONSUMER, **{"client.id": "survivor"})
+    doomed = ChildMember(b, group, topic, "doomed", 0, protocol="consumer")
+    try:
+        wait_until(
+            lambda: (
+                survivor.assignment()
+                and doomed.assignment()
+                and survivor.assignment() | doomed.assignment() == expected
+                and not survivor.assignment() & doomed.assignment()
+            ),
+            30,
+            "4 partitions split between the two",
+        )
+        kept, lost = survivor.assignment(), doomed.assignment()
+        mark = len(survivor.event_log())
+        doomed.kill()  # no leave heartbeat: only the 6 s session timeout fences it
+        killed = time.monotonic()
+        wait_until(lambda: survivor.assignment() == expected, 30, "the dead member's partitions")
+        # not before the session timeout: the broker had no other way to know
+        assert time.monotonic() - killed >= 5.0
+        # the survivor keeps consuming its own partitions: it only gains
+        assert {kind for kind, _ in survivor.event_log()[mark:]} == {"assign"}
+        assert survivor.assignment() - kept == lost
+        client = admin(b)  # kept: the futures need their client alive
+        desc = client.describe_consumer_groups([group])[group].result(30)
+        assert [m.client_id for m in desc.members] == ["survivor"]
+    finally:
+        survivor.abandon()
+        doomed.abandon()
