@@ -22,6 +22,7 @@ from tests.wire.group_helpers import (
     admin,
     all_partitions,
     exact_cover,
+    produce_values,
     wait_until,
 )
 
@@ -227,3 +228,29 @@ def test_a_sigkilled_member_loses_its_partitions_after_the_session_timeout(
     finally:
         survivor.abandon()
         doomed.abandon()
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later(broker: MusterProcess) -> None:
+    b, group = broker.bootstrap, "cp-regex-g"
+    create_topic(b, "rx-a", partitions=2)
+    create_topic(b, "other-rx", partitions=1)  # does not match: never assigned
+    members = [
+        GroupMember(b, group, ["^rx-.*"], **CONSUMER, **{"client.id": f"r{i}"}) for i in range(2)
+    ]
+    try:
+        wait_until(lambda: exact_cover(members, all_partitions("rx-a", 2)), 30, "rx-a covered")
+        # no member re-subscribes; like Kafka, muster re-resolves a group's regex
+        # at most every 10 s (regex.REFRESH_INTERVAL_MS), hence this test's length
+        create_topic(b, "rx-b", partitions=2)
+        later = all_partitions("rx-a", 2) | all_partitions("rx-b", 2)
+        wait_until(lambda: exact_cover(members, later), 30, "rx-b assigned too")
+        produce_values(b, "rx-b", [b"new-1", b"new-2"], 2)
+        wait_until(
+            lambda: sorted(v for m in members for v in m.values()) == [b"new-1", b"new-2"],
+            30,
+            "rx-b's records consumed",
+        )
+        assert not [m.errors for m in members if m.errors]
+    finally:
+        for m in members:
+            m.abandon()
