@@ -254,3 +254,40 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(broker: MusterProce
     finally:
         for m in members:
             m.abandon()
+
+
+def test_admin_lists_and_describes_classic_and_consumer_groups(broker: MusterProcess) -> None:
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+
+    b, topic = broker.bootstrap, "cp-admin"
+    create_topic(b, topic, partitions=2)
+    classic = GroupMember(b, "cp-admin-classic", [topic], **{"client.id": "cl"})
+    modern = GroupMember(b, "cp-admin-consumer", [topic], **CONSUMER, **{"client.id": "co"})
+    client = admin(b)  # kept: the futures need their client alive
+    try:
+        for m in (classic, modern):
+            wait_until(lambda m=m: exact_cover([m], all_partitions(topic, 2)), 30, m.name)
+
+        listed = client.list_consumer_groups(request_timeout=15).result(20)
+        assert not listed.errors, listed.errors
+        kinds = {g.group_id: (g.type, g.state) for g in listed.valid}
+        assert kinds["cp-admin-classic"] == (ConsumerGroupType.CLASSIC, ConsumerGroupState.STABLE)
+        assert kinds["cp-admin-consumer"] == (
+            ConsumerGroupType.CONSUMER,
+            ConsumerGroupState.STABLE,
+        )
+        only = client.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(20)
+        assert [g.group_id for g in only.valid] == ["cp-admin-consumer"]
+
+        futures = client.describe_consumer_groups(["cp-admin-classic", "cp-admin-consumer"])
+        old, new = (futures[g].result(20) for g in ("cp-admin-classic", "cp-admin-consumer"))
+        assert (old.type, old.state) == (ConsumerGroupType.CLASSIC, ConsumerGroupState.STABLE)
+        assert (new.type, new.state) == (ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE)
+        assert old.partition_assignor == "range"  # librdkafka's first protocol, chosen
+        assert new.partition_assignor == "uniform"  # the broker's default server assignor
+        for desc, name in ((old, "cl"), (new, "co")):
+            assert [m.client_id for m in desc.members] == [name]
+            assert {tp.partition for tp in desc.members[0].assignment.topic_partitions} == {0, 1}
+    finally:
+        classic.abandon()
+        modern.abandon()
