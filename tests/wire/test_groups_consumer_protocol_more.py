@@ -291,3 +291,32 @@ def test_admin_lists_and_describes_classic_and_consumer_groups(broker: MusterPro
     finally:
         classic.abandon()
         modern.abandon()
+
+
+def test_an_emptied_group_switches_protocol_and_resumes_from_its_commits(
+    broker: MusterProcess,
+) -> None:
+    """Offline migration both ways: classic -> consumer -> classic, each new
+    member starting where the last one committed (online migration, classic
+    and consumer members in one live group, is not there yet)."""
+    from confluent_kafka import ConsumerGroupType
+
+    b, topic, group = broker.bootstrap, "cp-migrate", "cp-migrate-g"
+    create_topic(b, topic, partitions=2)
+    client = admin(b)  # kept: the futures need their client alive
+    batches = [[f"{round_}-{i}".encode() for i in range(10)] for round_ in range(3)]
+    kinds = {"classic": ConsumerGroupType.CLASSIC, "consumer": ConsumerGroupType.CONSUMER}
+    for round_, protocol in enumerate(("classic", "consumer", "classic")):
+        produce_values(b, topic, batches[round_], 2)
+        m = GroupMember(
+            b, group, [topic], **{"group.protocol": protocol, "enable.auto.commit": "false"}
+        )
+        try:
+            wait_until(lambda m=m: len(m.values()) >= 10, 30, f"round {round_} consumed")
+            assert sorted(m.values()) == sorted(batches[round_])  # nothing from before
+            desc = client.describe_consumer_groups([group])[group].result(30)
+            assert desc.type == kinds[protocol]
+            m.call(lambda c: c.commit(asynchronous=False))
+            m.close()
+        finally:
+            m.abandon()
