@@ -10,8 +10,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from crc32c import crc32c
-
 from muster.client.errors import (
     ConfigError,
 )
@@ -27,6 +25,7 @@ from muster.records.batch import (
     encode_record,
     zigzag_encode,
 )
+from muster.records.crc import crc32c
 
 _VARINTS = 8192
 # zigzag varints of 0.._VARINTS-1 (one or two bytes): offset and timestamp

@@ -19,8 +19,6 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 
-from crc32c import crc32c
-
 from muster.records.batch import (
     CRC_START,
     HEADER,
@@ -30,6 +28,7 @@ from muster.records.batch import (
     MIN_BATCH_LENGTH,
     BatchHeader,
 )
+from muster.records.crc import crc32c
 
 _OFFSET_LEN = struct.Struct(">qi")
 _INDEX_ENTRY = struct.Struct(">ii")

@@ -197,17 +197,19 @@ def _entity(name: str, fields: list[Field], api_key: int, version: int, kind: An
     return cls
 
 
-ENTITIES: dict[tuple[int, int, str], type] = {
-    key: _entity(
-        name,
-        fields,
-        key[0],
-        key[1],
-        EntityType.request if key[2] == "request" else EntityType.response,
-    )
-    for key, (name, fields) in SCHEMAS.items()
-}
+# Built on first use: the entity classes take tens of ms to declare, and a
+# broker's start should not pay for versions few clients send (issue #15).
+_ENTITIES: dict[tuple[int, int, str], type] = {}
 
 
 def legacy_schema(api_key: int, version: int, kind: str) -> type | None:
-    return ENTITIES.get((api_key, version, kind))
+    key = (api_key, version, kind)
+    entity = _ENTITIES.get(key)
+    if entity is None:
+        spec = SCHEMAS.get(key)
+        if spec is None:
+            return None
+        name, fields = spec
+        entity_type = EntityType.request if kind == "request" else EntityType.response
+        entity = _ENTITIES[key] = _entity(name, fields, api_key, version, entity_type)
+    return entity

@@ -14,9 +14,8 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
-
 from muster.records import compression
+from muster.records.crc import crc32c
 from muster.records.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from muster.records.v2 import (
     ATTRIBUTES_OFFSET,
