@@ -30,8 +30,10 @@ def test_expiry_timers_of_two_shards_take_the_lane_one_at_a_time() -> None:
     async def scenario() -> None:
         lane = BackgroundLane()
         first, second = _loaded_runtime(0, lane), _loaded_runtime(1, lane)
-        first._fire(str(EXPIRE_OFFSETS_KEY))
-        second._fire(str(EXPIRE_OFFSETS_KEY))
+        key = str(EXPIRE_OFFSETS_KEY)
+        for rt in (first, second):  # their expiry deadline has come
+            rt._due[key] = asyncio.get_running_loop().time()
+            rt._fire(key)
         work = first._queue.get_nowait()
         assert work.kind == "background"
         assert second._queue.empty()  # it waits for the lane
