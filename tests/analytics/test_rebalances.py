@@ -167,3 +167,32 @@ def test_values_that_are_not_events_are_skipped(spark: Any) -> None:
     )
     rows = parse_events(records).collect()
     assert [(r.type, r.event_offset, r.event_ms) for r in rows] == [("RebalanceStarted", 3, 1000)]
+
+
+def test_removals_follow_the_explain_fold(spark: Any) -> None:
+    """A removal that did not cause the next rebalance (here a pending member
+    expiring while Stable, then an in-place static replacement) is a note in
+    `muster groups explain`, and so not one of that rebalance's removals; the
+    removal that immediately precedes its RebalanceStarted is."""
+    events = [
+        *CHURN[:6],  # rebalance 1: a joins, stable at 1500
+        ev.MemberRemoved("g", "p", None, "pending_member_expired", None, 2000),
+        ev.StaticMemberReplaced("g", "i-1", "a", "a2", False, 2500),
+        ev.MemberRemoved("g", "a2", "i-1", "member_left", "bye", 3000),
+        ev.RebalanceStarted("g", 1, S, "member_left", "a2", "bye", "", 0, 3000),
+        state(S, P, 1, "member_left", 3000),
+        join(2, 0, "all_members_joined", (), 0, 3000),
+        state(P, E, 2, "join_completed", 3000),
+        done(2, 0, ("member_left",), 3000, 3000),
+    ]
+    table = rebalances(parse_events(events_df(spark, events)))
+    rows = [r.asDict() for r in table.orderBy("rebalance").collect()]
+    explained = [i for i in ev.fold(events) if isinstance(i, ev.Rebalance)]
+    assert len(rows) == len(explained) == 2
+    assert [(m["member_id"], m["cause"]) for m in rows[1]["removals"]] == [("a2", "member_left")]
+    assert [r.member_id for r in explained[1].removals] == ["a2"]
+    assert (rows[1]["cause"], rows[1]["trigger_member_id"], rows[1]["members_before"]) == (
+        "member_left",
+        "a2",
+        1,
+    )

@@ -1,39 +1,115 @@
 """Per-group rebalances and what they cost, from parsed group events.
 
-A rebalance runs from leaving a stable (or empty) group to the next
-`RebalanceCompleted`, as in muster.coordinator.events.fold (muster.explain): every event belongs
-to the rebalance numbered by how many `RebalanceCompleted` came before it in
-the group's log order (a `MemberRemoved` that causes a rebalance precedes its
-`RebalanceStarted`, so it lands in the right one too).
+The rebalance table comes from muster.coordinator.events.fold itself, the one
+fold `muster groups explain` and the metrics share: each group's rows go back
+to the event dataclasses (in log order, `event_offset`), `fold` cuts them into
+rebalances, and each `Rebalance` becomes one row (a plain Python UDF over
+each group's events). A rebalance runs from leaving a stable (or empty) group to the
+next `RebalanceCompleted`; a `MemberRemoved` belongs to it when it happens
+during it or immediately precedes its first `RebalanceStarted` (the removal
+caused it) — any other removal is a note in `explain`, not a rebalance's.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from typing import Any
 
-from muster.analytics.events import (
-    JOIN_COMPLETED,
-    MEMBER_REMOVED,
-    REBALANCE_COMPLETED,
-    REBALANCE_STARTED,
-    STATE_CHANGED,
+from pyspark.sql import DataFrame, Row, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
 )
+
+from muster.analytics.events import EVENT_SCHEMA, STATE_CHANGED
 from muster.analytics.schema import ms_to_ts
+from muster.coordinator import events as ev
 
 # States in which a group has members but none of them consumes.
 NOT_CONSUMING_STATES = ("PreparingRebalance", "CompletingRebalance")
 ACTIVE_STATES = ("Stable", *NOT_CONSUMING_STATES)
 
+_STRINGS = ArrayType(StringType())
+_REMOVAL = StructType(
+    [StructField(name, StringType()) for name in ("member_id", "cause", "reason")]
+)
+# What the fold gives per rebalance (started_at/completed_at are added in Spark).
+_FOLDED = StructType(
+    [
+        StructField("group_id", StringType()),
+        StructField("rebalance", IntegerType()),
+        StructField("cause", StringType()),
+        StructField("causes", _STRINGS),
+        StructField("reasons", _STRINGS),
+        StructField("trigger_member_id", StringType()),
+        StructField("previous_generation", IntegerType()),
+        StructField("generation", IntegerType()),
+        StructField("started_ms", LongType()),
+        StructField("completed_ms", LongType()),
+        StructField("duration_ms", LongType()),
+        StructField("members_before", IntegerType()),
+        StructField("members_after", IntegerType()),
+        StructField("waited_for", StringType()),
+        StructField("removed_members", _STRINGS),
+        StructField("removals", ArrayType(_REMOVAL)),
+        StructField("completed", BooleanType()),
+    ]
+)
 
-def _numbered(events: DataFrame) -> DataFrame:
-    done = (F.col("type") == REBALANCE_COMPLETED).cast("long")
-    upto = (
-        Window.partitionBy("group_id")
-        .orderBy("event_offset")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    return events.withColumn("seq", F.sum(done).over(upto) - done)
+
+def _row(group_id: str, number: int, r: ev.Rebalance, before: int | None) -> dict[str, Any]:
+    """One `Rebalance` of the fold as a table row; `before` is the member count
+    the previous rebalance ended with (None if there was none or it did not end)."""
+    first = r.starts[0] if r.starts else None
+    done = r.completed
+    start_causes = [s.cause for s in r.starts]
+    joins_waited = [j.waited_for for j in r.joins]
+    return {
+        "group_id": group_id,
+        "rebalance": number,
+        "cause": first.cause if first else (done.causes[0] if done and done.causes else None),
+        # an older RebalanceCompleted without causes: the starts tell them
+        "causes": list(done.causes) if done and done.causes else start_causes,
+        "reasons": [s.reason for s in r.starts if s.reason is not None],
+        "trigger_member_id": first.member_id if first else None,
+        "previous_generation": first.generation if first else None,
+        "generation": done.generation if done else None,
+        "started_ms": r.started_ms,
+        "completed_ms": done.completed_ms if done else None,
+        "duration_ms": done.duration_ms if done else None,
+        # leaving Empty: nobody was consuming, even with no earlier rebalance seen
+        "members_before": (before or 0) if first and first.from_state == "Empty" else before,
+        "members_after": done.member_count if done else None,
+        "waited_for": done.waited_for if done else (joins_waited[-1] if joins_waited else None),
+        "removed_members": [m for j in r.joins for m in j.removed_members],
+        "removals": [
+            {"member_id": m.member_id, "cause": m.cause, "reason": m.reason} for m in r.removals
+        ],
+        "completed": done is not None,
+    }
+
+
+def _fold_group(group_id: str, rows: list[Row]) -> list[dict[str, Any]]:
+    """One group's event rows (sorted by `event_offset`) → one row per
+    rebalance, by `ev.fold`."""
+    events = [e for e in (ev.from_dict(row.asDict()) for row in rows) if e is not None]
+    out: list[dict[str, Any]] = []
+    before: int | None = None
+    for item in ev.fold(events):
+        if isinstance(item, ev.Rebalance):
+            out.append(_row(group_id, len(out) + 1, item, before))
+            before = item.completed.member_count if item.completed else None
+    return out
+
+
+# A plain Python UDF: pandas, which Arrow UDFs (applyInArrow too) need, is
+# not a dependency.
+_fold_udf = F.udf(_fold_group, ArrayType(_FOLDED), useArrow=False)
 
 
 def rebalances(events: DataFrame) -> DataFrame:
@@ -46,95 +122,31 @@ def rebalances(events: DataFrame) -> DataFrame:
     members_after, waited_for, removed_members (dropped for not rejoining),
     removals (array of member_id/cause/reason), completed.
     """
-    numbered = _numbered(events)
-    key = ["group_id", "seq"]
-    starts = (
-        numbered.where(F.col("type") == REBALANCE_STARTED)
-        .groupBy(*key)
-        .agg(
-            F.sort_array(
-                F.collect_list(
-                    F.struct(
-                        "event_offset",
-                        "at_ms",
-                        "cause",
-                        "member_id",
-                        "reason",
-                        "generation",
-                        "from_state",
-                    )
-                )
-            ).alias("starts")
-        )
-    )
-    joins = (
-        numbered.where(F.col("type") == JOIN_COMPLETED)
-        .groupBy(*key)
-        .agg(
-            F.flatten(F.collect_list(F.coalesce("removed_members", F.array()))).alias(
-                "removed_members"
-            ),
-            F.max_by("waited_for", "event_offset").alias("join_waited_for"),
-        )
-    )
-    removals = (
-        numbered.where(F.col("type") == MEMBER_REMOVED)
-        .groupBy(*key)
-        .agg(
-            F.sort_array(
-                F.collect_list(F.struct("event_offset", "member_id", "cause", "reason"))
-            ).alias("removed")
-        )
-    )
-    completed = numbered.where(F.col("type") == REBALANCE_COMPLETED).select(
-        *key,
-        F.col("generation"),
-        F.col("started_ms").alias("done_started_ms"),
-        F.col("completed_ms"),
-        F.col("duration_ms"),
-        F.col("causes").alias("done_causes"),
-        F.col("waited_for").alias("done_waited_for"),
-        F.col("member_count").alias("members_after"),
-    )
-    rows = starts.join(completed, key, "full").join(joins, key, "left").join(removals, key, "left")
-    first = F.col("starts").getItem(0)
-    start_causes = F.transform("starts", lambda s: s["cause"])
-    by_group = Window.partitionBy("group_id").orderBy("seq")
-    previous_after = F.lag("members_after").over(by_group)
-    return rows.select(
+    # struct order = sort order: event_offset first, so each group's events are
+    # in log order
+    columns = F.struct("event_offset", *EVENT_SCHEMA.fieldNames())
+    grouped = events.groupBy("group_id").agg(F.sort_array(F.collect_list(columns)).alias("e"))
+    folded = grouped.select(F.explode(_fold_udf("group_id", "e")).alias("r")).select("r.*")
+    return folded.select(
         "group_id",
-        F.row_number().over(by_group).alias("rebalance"),
-        F.coalesce(first["cause"], F.col("done_causes").getItem(0)).alias("cause"),
-        F.coalesce("done_causes", start_causes).alias("causes"),
-        F.filter(F.transform("starts", lambda s: s["reason"]), lambda r: r.isNotNull()).alias(
-            "reasons"
-        ),
-        first["member_id"].alias("trigger_member_id"),
-        first["generation"].alias("previous_generation"),
+        "rebalance",
+        "cause",
+        "causes",
+        "reasons",
+        "trigger_member_id",
+        "previous_generation",
         "generation",
-        F.coalesce("done_started_ms", first["at_ms"]).alias("started_ms"),
+        "started_ms",
         "completed_ms",
-        ms_to_ts(F.coalesce("done_started_ms", first["at_ms"])).alias("started_at"),
+        ms_to_ts("started_ms").alias("started_at"),
         ms_to_ts("completed_ms").alias("completed_at"),
         "duration_ms",
-        F.when(first["from_state"] == "Empty", F.coalesce(previous_after, F.lit(0)))
-        .otherwise(previous_after)
-        .alias("members_before"),
+        "members_before",
         "members_after",
-        F.coalesce("done_waited_for", "join_waited_for").alias("waited_for"),
-        F.coalesce("removed_members", F.array().cast("array<string>")).alias("removed_members"),
-        F.coalesce(
-            F.transform(
-                "removed",
-                lambda r: F.struct(
-                    r["member_id"].alias("member_id"),
-                    r["cause"].alias("cause"),
-                    r["reason"].alias("reason"),
-                ),
-            ),
-            F.array().cast("array<struct<member_id:string,cause:string,reason:string>>"),
-        ).alias("removals"),
-        F.col("completed_ms").isNotNull().alias("completed"),
+        "waited_for",
+        "removed_members",
+        "removals",
+        "completed",
     )
 
 
