@@ -28,7 +28,7 @@ from sim_world import Violation, error_of
 
 from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
-from muster.coordinator.groups.consumer.api import ConsumerGroupHeartbeat
+from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from muster.coordinator.groups.consumer.member import MemberState
 from muster.coordinator.groups.consumer.shard_api import TIMER_KINDS
 from muster.coordinator.groups.consumer.target import SubscribedTopic
@@ -205,18 +205,13 @@ def op_cg_topics(sim: Any, kind: int) -> None:
 
 
 def op_cg_admin(sim: Any, g: int, kind: int) -> None:
-    group = f"c{g}"
+    """0: DeleteGroups (only an empty consumer group goes), 1: ConsumerGroupDescribe."""
+    from simulate import delete_group
+
     if kind == 0:
-
-        def deleted(resp: Any) -> None:
-            if resp.results[0].error_code == E.NONE:
-                sim.world.acked_delete(group)
-
-        sim.world.send(rq.DeleteGroups((group,)), deleted)
+        delete_group(sim, f"c{g}")
     else:
-        from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
-
-        sim.world.send(ConsumerGroupDescribe((group,)), lambda r: None)
+        sim.world.send(ConsumerGroupDescribe((f"c{g}",)), lambda r: None)
 
 
 def _slot(r: Any) -> tuple[int, int]:

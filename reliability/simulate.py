@@ -282,15 +282,18 @@ def op_fetch(sim: Sim, g: int, stable: int) -> None:
     sim.world.send(rq.OffsetFetch((rq.FetchGroup(group),), bool(stable)), answered)
 
 
+def delete_group(sim: Sim, group: str) -> None:
+    def deleted(resp: Any) -> None:
+        if resp.results[0].error_code == E.NONE:
+            sim.world.acked_delete(group)
+
+    sim.world.send(rq.DeleteGroups((group,)), deleted)
+
+
 def op_admin(sim: Sim, g: int, kind: int) -> None:
     group = f"g{g}"
     if kind == 0:
-
-        def deleted(resp: Any) -> None:
-            if resp.results[0].error_code == E.NONE:
-                sim.world.acked_delete(group)
-
-        sim.world.send(rq.DeleteGroups((group,)), deleted)
+        delete_group(sim, group)
     elif kind == 1:
 
         def offset_deleted(resp: Any) -> None:

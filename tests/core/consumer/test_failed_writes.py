@@ -11,7 +11,7 @@ from collections.abc import Callable
 from muster.coordinator import errors as E
 from muster.coordinator.groups.consumer.api import ConsumerGroupHeartbeat
 from muster.coordinator.result import Cancel
-from tests.core.consumer.test_heartbeat import G, TOPICS, Member
+from tests.core.consumer.test_heartbeat import TOPICS, G, Member
 from tests.core.harness import Harness
 
 
