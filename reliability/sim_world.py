@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster.coordinator import errors as E
+from muster.coordinator.groups.consumer.shard_api import TIMER_KINDS
 from muster.coordinator.shard import CoordinatorShard, durable_state
 from muster.log.config import LogConfig
 from muster.log.memory_log import MemoryLog
@@ -60,6 +61,7 @@ class SimLog:
         self.inner = MemoryLog("__consumer_offsets", 0, self.config)
         self.appends: list[tuple[int, str, tuple[Any, ...]]] = []  # (base offset, kind, args)
         self.refuse = 0  # the next appends that fail with ENOSPC
+        self.version = 0  # moves whenever what a load would read may change
 
     topic = "__consumer_offsets"
     partition = 0
@@ -78,6 +80,7 @@ class SimLog:
 
     def _do(self, kind: str, args: tuple[Any, ...]) -> Any:
         base = self.inner.log_end_offset
+        self.version += 1
         info = getattr(self.inner, kind)(*args)
         self.appends.append((base, kind, args))
         return info
@@ -98,6 +101,8 @@ class SimLog:
         return self.inner.read(offset, max_bytes, upper)
 
     def flush(self) -> None:
+        if self.inner.flushed_offset != self.inner.log_end_offset:
+            self.version += 1
         self.inner.flush()
 
     def cut_tail(self) -> None:
@@ -110,6 +115,7 @@ class SimLog:
         self.inner.flush()
 
     def compact(self, now_ms: int) -> None:
+        self.version += 1
         self.inner.compact(now_ms)
 
 
@@ -216,7 +222,10 @@ class World:
     reloads: int = 0
     members: int = 0
     deleted_after: dict[str, int] = field(default_factory=dict)
+    # more invariants (the consumer groups'), run after the built-in ones
+    checks: list[Callable[[CoordinatorShard], None]] = field(default_factory=list)
     runtime: SimRuntime = field(init=False)
+    _replay_cache: tuple[int, CoordinatorShard, dict[str, Any], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.runtime = self._start()
@@ -407,6 +416,8 @@ class World:
         self._check_groups(shard)
         self._check_timers(shard)
         self._check_replay(shard)
+        for extra in self.checks:
+            extra(shard)
 
     def _check_commits(self, shard: CoordinatorShard) -> None:
         live: dict[tuple[str, str, int], int] = {}
@@ -442,8 +453,8 @@ class World:
             raise Violation(f"runtime timers {sorted(self.timers)} != core's {sorted(core)}")
         for _key, (tkey, _deadline) in shard._timers.items():
             kind = tkey.kind
-            if kind == "expire-offsets":
-                continue
+            if kind == "expire-offsets" or kind in TIMER_KINDS:
+                continue  # consumer groups' timers: sim_consumer.py checks them
             group = shard.group(tkey.group_id)
             if group is None:
                 raise Violation(f"timer {tkey} for a group that is gone")
@@ -464,8 +475,17 @@ class World:
     def _check_replay(self, shard: CoordinatorShard) -> None:
         """A shard loaded (the broker's own load path) from what is durable
         holds exactly the live durable state; groups at rest match their record."""
-        fresh = load(FlushedPrefix(self.log))
-        mine, theirs = durable_state(shard), durable_state(fresh)
+        fresh, theirs, written = self._replayed()
+        mine = durable_state(shard)
+        # a consumer group's records are applied when written (undone if the
+        # write fails): live equals a replay of all written, durable or not
+        if self.log.log_end_offset > self.log.flushed_offset:
+            for key in {k for k in (*mine, *written, *theirs) if isinstance(k, tuple)}:
+                live = mine.pop(key, None)
+                theirs.pop(key, None)
+                if live != written.get(key):
+                    diff = _diff({str(key): live}, {str(key): written.get(key)})
+                    raise Violation(f"replay of the written log != live state:\n{diff}")
         if mine != theirs:
             raise Violation(f"replay of the durable log != live state:\n{_diff(mine, theirs)}")
         for group in shard.groups():
@@ -475,6 +495,18 @@ class World:
                 other = fresh.group(group.group_id)
                 if other is None or other.state != group.state:
                     raise Violation(f"{group.group_id}: replayed group differs from live")
+
+    def _replayed(self) -> tuple[CoordinatorShard, dict[str, Any], dict[str, Any]]:
+        """Loads of the durable log and of all it was written (the same until
+        the log changes: most steps write nothing, so they are kept)."""
+        if self._replay_cache is None or self._replay_cache[0] != self.log.version:
+            fresh = load(FlushedPrefix(self.log))
+            durable = durable_state(fresh)
+            unflushed = self.log.log_end_offset > self.log.flushed_offset
+            written = durable_state(load(self.log)) if unflushed else durable
+            self._replay_cache = (self.log.version, fresh, durable, written)
+        _, fresh, durable, written = self._replay_cache
+        return fresh, dict(durable), written
 
     def sync_assignment(self, group: str, generation: int, member: str, data: bytes) -> None:
         """A SyncGroup answer: no partition owned by two members of one generation
@@ -501,7 +533,7 @@ def load(plog: Any) -> CoordinatorShard:
 
 def _diff(a: dict[str, Any], b: dict[str, Any]) -> str:
     lines = []
-    for gid in sorted(set(a) | set(b)):
+    for gid in sorted(set(a) | set(b), key=str):  # classic ids and ("consumer", id)
         if a.get(gid) != b.get(gid):
             pad = " " * len(gid)
             lines.append(f"  {gid}: live {a.get(gid)!r}\n  {pad}  replayed {b.get(gid)!r}")

@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sim_consumer
 from sim_world import Violation, World, error_of
 
 from muster.coordinator import errors as E
@@ -86,6 +87,8 @@ class Sim:
         self.clients = {(g, s): Client(f"g{g}", s) for g in range(GROUPS) for s in range(SLOTS)}
         self.producers = [Producer(1000 + i) for i in range(PRODUCERS)]
         self.values = 0
+        self.cg = sim_consumer.ConsumerWorld()
+        self.world.checks.append(lambda shard: sim_consumer.check_consumer_groups(shard, self.cg))
 
     def value(self) -> int:
         self.values += 1
@@ -279,15 +282,18 @@ def op_fetch(sim: Sim, g: int, stable: int) -> None:
     sim.world.send(rq.OffsetFetch((rq.FetchGroup(group),), bool(stable)), answered)
 
 
+def delete_group(sim: Sim, group: str) -> None:
+    def deleted(resp: Any) -> None:
+        if resp.results[0].error_code == E.NONE:
+            sim.world.acked_delete(group)
+
+    sim.world.send(rq.DeleteGroups((group,)), deleted)
+
+
 def op_admin(sim: Sim, g: int, kind: int) -> None:
     group = f"g{g}"
     if kind == 0:
-
-        def deleted(resp: Any) -> None:
-            if resp.results[0].error_code == E.NONE:
-                sim.world.acked_delete(group)
-
-        sim.world.send(rq.DeleteGroups((group,)), deleted)
+        delete_group(sim, group)
     elif kind == 1:
 
         def offset_deleted(resp: Any) -> None:
@@ -303,7 +309,7 @@ def op_admin(sim: Sim, g: int, kind: int) -> None:
 
 
 def op_delete_topic(sim: Sim) -> None:
-    sim.world.delete_topic("u", 2)
+    sim_consumer.op_cg_topics(sim, 0)  # the topic goes for consumer groups too
 
 
 def op_advance(sim: Sim, ms: int) -> None:
@@ -328,6 +334,7 @@ def op_reload(sim: Sim, mode: int) -> None:
     sim.world.reload(mode, sim.world.now)
     for p in sim.producers:
         p.busy = False  # their requests died with the coordinator; they retry
+    sim.cg.reloaded()
 
 
 def _slot(r: random.Random) -> tuple[int, int]:
@@ -356,6 +363,7 @@ OPS: dict[str, tuple[int, Callable[..., None], Callable[[random.Random], tuple[A
     "flush": (4, op_flush, lambda r: (r.choice([0, 0, 1, 1, 2]), r.randrange(1000))),
     "refuse": (1, op_refuse, lambda r: (r.randrange(1, 3),)),
     "reload": (2, op_reload, lambda r: (r.randrange(3),)),
+    **sim_consumer.OPS,
 }
 
 

@@ -344,3 +344,25 @@ def test_a_failed_group_tombstone_does_not_mark_the_new_incarnations_store_durab
     h.auto_durable = True
     group = h.shard.group("g")
     assert group is not None and group.persisted_seq != group.store_seq  # a store is owed
+
+
+def test_a_failed_group_tombstone_answers_a_sync_waiting_on_the_new_incarnation(make) -> None:
+    """Found by reliability/simulate.py: an Empty group expired (tombstone in
+    flight), a new member joined the new incarnation and its SyncGroup waited
+    on the leader's store (in flight too); both appends failed. The
+    tombstone's failure moved the new incarnation to the old generation, so
+    the store's failure no longer matched its generation and the SyncGroup
+    was never answered (no timer left to answer it either)."""
+    h = make(offsets_retention_ms=60000, offsets_retention_check_interval_ms=20000)
+    h.form(1)
+    h.advance(10000)  # the member's session ends: Empty, stored (generation 2)
+    h.auto_durable = False
+    h.advance(31000)  # the expiry pass tombstones the Empty group
+    assert h.shard.group("g") is None
+    joined = h.reply(h.join())
+    assert joined.error_code == E.NONE and joined.generation_id == 1
+    rid = h.sync(joined.member_id, 1, {joined.member_id: b"a"})
+    assert not h.answered(rid)  # it waits for the leader's store
+    h.flush(E.NOT_ENOUGH_REPLICAS)  # the tombstone and the store fail
+    assert h.answered(rid)
+    assert h.reply(rid).error_code == E.REBALANCE_IN_PROGRESS

@@ -32,13 +32,13 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
+from muster.coordinator.durable import durable_state  # noqa: F401  (its old home)
 from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.consumer import describe as consumer_describe
 from muster.coordinator.groups.consumer import shard_api as consumer
 from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from muster.coordinator.groups.consumer.group import durable_view
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager, commit_response
@@ -142,6 +142,18 @@ class CoordinatorShard:
                 liveness.on_sync_timer(self.store, group, fx)
         return self._result(fx)
 
+    def abandon_write(self, token: int, now_ms: int) -> Result:
+        """The latest append (step `token`) was refused at once: its consumer
+        group records come off the live state now, not once the earlier writes
+        in flight complete (later steps would build on records the log never
+        got). Its completion (`complete_write`, failed) still comes in order."""
+        fx = Effects(now_ms, self.next_seq)
+        write = self._writes.get(token)
+        if write is not None and write.undo:
+            armed = [k for k, _ in self._timers.values()]
+            consumer.retime(self.store, fx, consumer.revert_writes(self.store, [write]), armed)
+        return self._result(fx)
+
     def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
         """The append of step `token` is durable (error_code 0) or failed.
         Durable records are applied by `replay`, exactly as at load; a
@@ -150,14 +162,12 @@ class CoordinatorShard:
         write = self._writes.pop(token, None)
         if write is None:
             return Result()
+        reverted: set[str] = set()
         if error_code != E.NONE and write.undo and not write.reverted:
             # Kafka reverts to its last committed snapshot: this write and every
             # later one in flight (latest first, so the oldest snapshot wins)
             later = [w for t, w in sorted(self._writes.items()) if t > token and w.undo]
-            for w in [*reversed(later), write]:
-                if not w.reverted:
-                    consumer.revert(self.store, w.undo)
-                    w.reverted = True
+            reverted = consumer.revert_writes(self.store, [*reversed(later), write])
         if error_code == E.NONE:
             applied = bool(write.undo) and not write.reverted
             for seq, (key, value) in enumerate(write.records, write.first_seq):
@@ -170,6 +180,8 @@ class CoordinatorShard:
                 producer_id, _epoch, commit = write.marker
                 self.offsets.replay_marker(producer_id, commit)
         fx = Effects(now_ms, self.next_seq)
+        if reverted:  # the reverted members' timers follow them back
+            consumer.retime(self.store, fx, reverted, [k for k, _ in self._timers.values()])
         for continuation in write.continuations:
             continuation(error_code, fx)
         return self._result(fx)
@@ -573,25 +585,3 @@ _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
     ConsumerGroupHeartbeat: CoordinatorShard._consumer_heartbeat,
     ConsumerGroupDescribe: CoordinatorShard._consumer_describe,
 }
-
-
-def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ...]]]:
-    """What the log says: each group's last stored metadata record and its
-    committed offsets (without record positions). Equal for a live shard and
-    for a fresh shard that replayed everything the live one wrote."""
-    out: dict[str, tuple[Any, tuple[Any, ...]]] = {}
-    for group_id in set(shard.store.records) | set(shard.offsets.groups):
-        found = shard.offsets.of(group_id)
-        committed = {} if found is None else found.committed
-        offsets = tuple(
-            (tp, c.offset, c.leader_epoch, c.metadata, c.commit_timestamp, c.expire_timestamp)
-            for tp, c in sorted(committed.items())
-        )
-        persisted = shard.store.persisted(group_id)
-        if persisted is not None or offsets:
-            out[group_id] = (persisted, offsets)
-    # consumer groups are durable state whole (keyed by a tuple: no clash
-    # with the classic entries' group ids)
-    for group_id, view in durable_view(shard.store.consumer).items():
-        out[("consumer", group_id)] = view  # type: ignore[index]
-    return out

@@ -11,6 +11,7 @@ from muster.coordinator import errors as E
 from muster.coordinator import events as ev
 from muster.coordinator.context import Effects, heartbeat_key, pending_key
 from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from muster.coordinator.groups.classic.members import reset_and_propagate_assignment_error
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.consumer.group import ConsumerGroup
 from muster.coordinator.groups.store import GroupStore
@@ -457,6 +458,12 @@ class OffsetManager:
             if current.generation < old.generation:
                 # its own stores in flight describe an older generation than
                 # it has now: one more store is owed (found by the simulation)
+                if current.is_(S.COMPLETING_REBALANCE):
+                    # the leader's store of the old generation will not finish
+                    # this rebalance (its generation is gone): members waiting
+                    # for their assignment are told to rejoin, never left
+                    # waiting (found by the simulation)
+                    reset_and_propagate_assignment_error(current, fx, E.REBALANCE_IN_PROGRESS)
                 current.generation = old.generation
                 current.store_seq += 1
             if not current.members and current.is_(S.EMPTY):

@@ -252,6 +252,9 @@ class ShardRuntime:
             # unanswered forever, stalling every later request of the shard.
             log.error("coordinator append failed on partition %d: %s", self.shard.partition, exc)
             entry[1] = exc.error_code if isinstance(exc, CodedError) else STORAGE_ERROR
+            if result.on_durable is not None:
+                # undo its applied records now; its answer keeps its place in order
+                self._apply(self.shard.abandon_write(result.on_durable, self.clock()))
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))

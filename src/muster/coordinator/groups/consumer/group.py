@@ -310,8 +310,11 @@ def _apply_current_assignment(group: ConsumerGroup, member_id: str, value: objec
 
 
 def durable_view(groups: dict[str, ConsumerGroup]) -> dict[str, object]:
-    """Every group as comparable plain data (tests: live == replayed)."""
-    return {gid: dataclasses.astuple(g) for gid, g in sorted(groups.items())}
+    """Every group as a comparable snapshot (tests: live == replayed).
+    Members and targets are immutable, so a shallow copy is a snapshot, and
+    it costs far less than a deep `astuple` (the simulation compares the
+    durable state after every step)."""
+    return {gid: g.copy() for gid, g in sorted(groups.items())}
 
 
 def iter_members(group: ConsumerGroup) -> Iterator[ConsumerMember]:

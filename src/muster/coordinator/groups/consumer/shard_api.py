@@ -50,6 +50,46 @@ def replay(store: GroupStore, key: bytes, value: bytes | None) -> bool:
     return True
 
 
+def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[TimerKey]) -> None:
+    """After a revert: the timers of the reverted groups match their members
+    again. A member a failed join added is gone (its timers go, or its
+    session would later expire a member that never was); a member a failed
+    leave or expiry removed is back (it gets a full session again, as after
+    a load); a revocation timer only for a member still revoking."""
+    for key in armed:
+        if key.kind in TIMER_KINDS and key.group_id in group_ids:
+            group = store.consumer.get(key.group_id)
+            member = None if group is None else group.members.get(key.member_id)
+            revoking = member is not None and member.state is MemberState.UNREVOKED_PARTITIONS
+            if member is None or (key.kind == "consumer-revocation" and not revoking):
+                fx.cancel(key)
+    have = {(k.kind, k.group_id, k.member_id) for k in armed}
+    for group_id in sorted(group_ids):
+        group = store.consumer.get(group_id)
+        for m in [] if group is None else group.members.values():
+            if ("consumer-session", group_id, m.member_id) not in have:
+                session_ms = store.cfg.consumer_session_timeout_ms
+                fx.schedule(hb.session_key(group_id, m.member_id), fx.now + session_ms)
+            revoking = m.state is MemberState.UNREVOKED_PARTITIONS
+            if revoking and ("consumer-revocation", group_id, m.member_id) not in have:
+                fx.schedule(
+                    hb.revocation_key(group_id, m.member_id),
+                    fx.now + max(m.rebalance_timeout_ms, 0),
+                )
+
+
+def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
+    """Reverts these writes (their `undo`, in order) unless done already;
+    returns the groups they touched."""
+    touched: set[str] = set()
+    for w in writes:
+        if not w.reverted:
+            revert(store, w.undo)
+            w.reverted = True
+            touched.update(w.undo)
+    return touched
+
+
 def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | None]) -> None:
     """Put the groups back as they were before a write whose append failed."""
     for group_id, before in undo.items():
