@@ -84,7 +84,9 @@ def one_broker(name: str, seconds: float, values: Values) -> None:
         common.create_topic(b.bootstrap, topic, 1)
         assert b.proc is not None
         c0 = cpu_ns(b.proc.pid)
-        n, el = run_in_thread(lambda: confluent_committer(b.bootstrap, topic, seconds), seconds + 60)
+        n, el = run_in_thread(
+            lambda: confluent_committer(b.bootstrap, topic, seconds), seconds + 60
+        )
         cpu = (cpu_ns(b.proc.pid) - c0) / n / 1000
         c1 = cpu_ns(b.proc.pid)
         n2, el2 = run_in_thread(
