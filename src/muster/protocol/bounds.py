@@ -214,6 +214,11 @@ def _entity(schema: type, nullable: bool) -> Skim:
     return _nullable(skim) if nullable else skim
 
 
+def skip_tagged_fields(buf: bytes | memoryview, pos: int, end: int) -> int:
+    """Past a tagged-field section none of whose tags are known (a request header's)."""
+    return _tags({}, buf, pos, end)
+
+
 def _tags(known: dict[int, Skim], buf: bytes | memoryview, pos: int, end: int) -> int:
     if pos < end and buf[pos] == 0:  # no tagged fields, the usual case
         return pos + 1

@@ -32,6 +32,7 @@ from muster.protocol.bounds import BoundsError, check_request
 from muster.protocol.entities import schema_reader, schema_writer
 from muster.protocol.fetch_response import Chunks, encode_fetch_response
 from muster.protocol.legacy import legacy_schema
+from muster.protocol.small_responses import WRITERS
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 _FETCH = 1
@@ -78,6 +79,11 @@ def encode_response_view(
         fast = encode_fetch_response(version, payload)
         if fast is not None:
             return fast
+    direct = WRITERS.get(api_key)
+    if direct is not None:
+        body = direct(version, payload)
+        if body is not None:
+            return body
     schema = response_schema(api_key, version)
     entity = build(schema, payload)
     buf = io.BytesIO()
