@@ -74,7 +74,15 @@ def test_written_headers_read_back_as_kio_reads_them(
 
 
 _tails = st.sampled_from(
-    [b"", b"\x00", b"\x01\x00\x00", b"\x01\x05\x02ab", b"\x02\x00\x01x\x01\x00", b"\xff\xff", b"\x80"]
+    [
+        b"",
+        b"\x00",
+        b"\x01\x00\x00",
+        b"\x01\x05\x02ab",
+        b"\x02\x00\x01x\x01\x00",
+        b"\xff\xff",
+        b"\x80",
+    ]
 )
 
 
