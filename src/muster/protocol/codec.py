@@ -29,6 +29,7 @@ from kio.serial._introspect import (
 )
 
 from muster.protocol.bounds import BoundsError, check_request
+from muster.protocol.direct_writer import encode_direct
 from muster.protocol.entities import schema_reader, schema_writer
 from muster.protocol.fetch_response import Chunks, encode_fetch_response
 from muster.protocol.legacy import legacy_schema
@@ -72,19 +73,22 @@ def encode_response(api_key: int, version: int, payload: Mapping[str, Any] | Any
 
 def encode_response_view(
     api_key: int, version: int, payload: Mapping[str, Any] | Any
-) -> memoryview | bytes | Chunks:
+) -> memoryview | bytes | bytearray | Chunks:
     """The encoded body without a final copy (Fetch answers carry megabytes: theirs
     may come as Chunks, the record sets not copied into one buffer)."""
     if api_key == _FETCH:
         fast = encode_fetch_response(version, payload)
         if fast is not None:
             return fast
-    direct = WRITERS.get(api_key)
-    if direct is not None:
-        body = direct(version, payload)
+    written = WRITERS.get(api_key)
+    if written is not None:
+        body = written(version, payload)
         if body is not None:
             return body
     schema = response_schema(api_key, version)
+    direct = encode_direct(schema, payload)
+    if direct is not None:
+        return direct
     entity = build(schema, payload)
     buf = io.BytesIO()
     schema_writer(schema)(buf, entity)

@@ -54,7 +54,7 @@ class _Answer:
         self.api_key = api_key
         self.version = version
         self.flexible = flexible
-        self.body: bytes | memoryview | Chunks | None = None  # None when done: no answer (acks=0)
+        self.body: bytes | bytearray | memoryview | Chunks | None = None  # None when done: no answer (acks=0)
         self.done = False
 
 
