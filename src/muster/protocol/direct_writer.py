@@ -36,6 +36,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from muster.protocol.fetch_response import _uvarint
+
 # out, value -> None
 Put = Callable[[bytearray, Any], None]
 Write = Callable[[bytearray, Any], None]
@@ -64,13 +66,6 @@ _FORMAT = {
 
 class Generic(Exception):
     """This payload goes kio's way."""
-
-
-def _uvarint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
 
 
 def _ms(value: Any) -> int:
