@@ -54,7 +54,8 @@ class _Answer:
         self.api_key = api_key
         self.version = version
         self.flexible = flexible
-        self.body: bytes | bytearray | memoryview | Chunks | None = None  # None when done: no answer (acks=0)
+        # None when done: no answer (acks=0)
+        self.body: bytes | bytearray | memoryview | Chunks | None = None
         self.done = False
 
 
