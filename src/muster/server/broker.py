@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
@@ -24,7 +25,6 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.listen import start_listener, tls_handshake
-from muster.server.metrics import BrokerMetrics
 from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.startup import (
     DataDirLock,
@@ -35,6 +35,9 @@ from muster.server.startup import (
 )
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
 from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
+
+if TYPE_CHECKING:
+    from muster.server.metrics import BrokerMetrics
 
 log = logging.getLogger("muster.broker")
 
@@ -76,9 +79,8 @@ class Broker:
         try:
             for served in security.served:
                 socks.append(bind_listener(served.listener.host or "0.0.0.0", served.listener.port))
-            self.metrics = BrokerMetrics()
             try:
-                self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
+                self.metrics, self.metrics_port = _serve_metrics(self.config)
             except OSError as exc:
                 raise StartupError(
                     f"cannot serve metrics on {self.config['muster.metrics.listen']}: "
@@ -165,7 +167,8 @@ class Broker:
         self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
         self.state.extras["transactions"] = self.transactions
         self._phases.mark("transactions")
-        self.metrics.coordinator = self.coordinator
+        if self.metrics is not None:
+            self.metrics.coordinator = self.coordinator
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
         async def loop() -> None:
@@ -252,6 +255,23 @@ class Broker:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def _serve_metrics(config: BrokerConfig) -> tuple[BrokerMetrics | None, int | None]:
+    """The /metrics endpoint and its port when `muster.metrics.listen` is set.
+    Without it nothing could read the counters, so prometheus_client (and the
+    http.server, wsgiref and email modules it brings, ~35 ms) is not imported."""
+    listen = config["muster.metrics.listen"]
+    if not listen:
+        return None, None
+    from muster.server.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics()
+    try:
+        return metrics, metrics.serve(listen)
+    except BaseException:
+        metrics.close()
+        raise
 
 
 def _address(peer: object) -> str:
