@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import signal
@@ -34,10 +35,10 @@ from muster.server.startup import (
     listen_failed,
 )
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
-from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
 
 if TYPE_CHECKING:
     from muster.server.metrics import BrokerMetrics
+    from muster.server.transactions import TransactionCoordinator
 
 log = logging.getLogger("muster.broker")
 
@@ -116,6 +117,13 @@ class Broker:
         self.port = self.ports[first.name]
         self.state.extras["bound_port"] = self.port
         self.state.extras["bound_ports"] = self.ports
+        # The transaction coordinator comes once the broker listens: its
+        # handlers answer COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+        # anyway, and its modules (the transaction-log schemas) cost a start
+        # tens of ms that a broker serving no transaction never needs.
+        self._background.append(
+            asyncio.create_task(self._start_transactions(), name="txn-coordinator-start")
+        )
         logs = self.state.logs
         self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
         self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
@@ -164,11 +172,16 @@ class Broker:
         self.coordinator = await start_coordinator(self.state)
         self.state.extras["coordinator"] = self.coordinator
         self._phases.mark("coordinator")
-        self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
-        self.state.extras["transactions"] = self.transactions
-        self._phases.mark("transactions")
         if self.metrics is not None:
             self.metrics.coordinator = self.coordinator
+
+    async def _start_transactions(self) -> None:
+        assert self.state is not None and self.coordinator is not None
+        module = await asyncio.to_thread(importlib.import_module, "muster.server.transactions")
+        self.transactions = await module.start_transaction_coordinator(
+            self.state, self.coordinator
+        )
+        self.state.extras["transactions"] = self.transactions
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
         async def loop() -> None:
