@@ -22,6 +22,12 @@ after `kill -9` with 1,000 groups and 1M offset records (issue 15).
     .venv/bin/python bench/startup.py                    # 7 empty starts each, 3 kill -9 restarts
     .venv/bin/python bench/startup.py --runs 3 --restarts 1 --records 100000   # quicker
     .venv/bin/python bench/startup.py --skip-restart
+    .venv/bin/python bench/startup.py --skip-restart --bytecode   # as an installed wheel starts
+
+``--bytecode`` runs the brokers from a copy of the muster package under test
+with its bytecode compiled, as ``pip install`` leaves a wheel: without it, in
+an environment with PYTHONDONTWRITEBYTECODE=1 (or a read-only tree) an
+editable install compiles every module it imports from source at each start.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -201,14 +208,42 @@ def kill9_restart(prepared: Path, v: cl.Variant, run_no: int) -> dict[str, float
         shutil.rmtree(work, ignore_errors=True)
 
 
+def use_compiled_copy() -> Path:
+    """Copies the muster package under test to a temporary directory, compiles
+    its bytecode there and puts it first on the brokers' PYTHONPATH."""
+    import compileall
+
+    import muster
+
+    root = Path(tempfile.mkdtemp(prefix="muster-bytecode-"))
+    shutil.copytree(Path(muster.__file__).parent, root / "muster")
+    if not compileall.compile_dir(root / "muster", quiet=1):
+        raise RuntimeError("compiling the muster package failed")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
+    )
+    common.console.print(f"[dim]brokers run muster from {root} (bytecode compiled)[/dim]")
+    return root
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=7, help="empty-directory starts per broker")
     ap.add_argument("--restarts", type=int, default=3, help="kill -9 restarts")
     ap.add_argument("--records", type=int, default=1_000_000, help="a multiple of 10,000")
     ap.add_argument("--skip-restart", action="store_true")
+    ap.add_argument("--bytecode", action="store_true", help="run muster with its bytecode compiled")
     args = ap.parse_args()
     common.install_signal_handlers()
+    compiled = use_compiled_copy() if args.bytecode else None
+    try:
+        run(args)
+    finally:
+        if compiled is not None:
+            shutil.rmtree(compiled, ignore_errors=True)
+
+
+def run(args: argparse.Namespace) -> None:
     common.console.print(f"load average {os.getloadavg()[0]:.2f}")
     empty_starts(args.runs)
     if args.skip_restart:

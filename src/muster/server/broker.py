@@ -178,9 +178,7 @@ class Broker:
     async def _start_transactions(self) -> None:
         assert self.state is not None and self.coordinator is not None
         module = await asyncio.to_thread(importlib.import_module, "muster.server.transactions")
-        self.transactions = await module.start_transaction_coordinator(
-            self.state, self.coordinator
-        )
+        self.transactions = await module.start_transaction_coordinator(self.state, self.coordinator)
         self.state.extras["transactions"] = self.transactions
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
