@@ -5,7 +5,7 @@ after `kill -9` with 1,000 groups and 1M offset records (issue 15).
    a free port and times spawn -> the port accepts a TCP connection; muster,
    Tansu (in memory) and kfake (in memory) alternate, medians of ``--runs``.
    muster's own log line ``started in … ms (settings …, bind …, logs …,
-   coordinator …, transactions …, listen … ms); process start to listening … ms``
+   coordinator …, listen … ms); process start to listening … ms``
    is shown for its median run: the rest of the time is the interpreter and
    the imports.
 2. **Restart after kill -9.** A data directory is prepared once as

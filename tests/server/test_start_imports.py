@@ -4,8 +4,9 @@ The request handlers and old-version schemas are imported on first use, and
 the crc32c package's __init__ (importlib.metadata, argparse) is never run;
 the coordinator core (group state machines, assignors, KIP-848 records) is
 imported by its loader once the broker is up, the transaction coordinator
-after the broker listens, prometheus_client only with a metrics endpoint. A
-regression here silently puts tens of ms back on every start.
+after the broker listens, prometheus_client only with a metrics endpoint,
+SCRAM, the authorizer and TLS only when configured. A regression here
+silently puts tens of ms back on every start.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ _LATER = (
     "muster.transactions",
     "muster.server.metrics",
     "prometheus_client",
+    # a plaintext listener without ACLs or SCRAM credentials
+    "muster.security.scram",
+    "muster.security.acl",
+    "muster.security.tls",
 )
 
 _PROBE_LATER = """

@@ -16,7 +16,6 @@ from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.security.principal import NoMatchingRule
 from muster.security.session import Session
-from muster.security.tls import peer_principal
 from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
@@ -216,6 +215,8 @@ class Broker:
                 return
             principal = "User:ANONYMOUS"
             if served.listener.protocol == "SSL":
+                from muster.security.tls import peer_principal  # SSL listeners only
+
                 try:
                     principal = peer_principal(writer.get_extra_info("ssl_object"), served.mapper)
                 except NoMatchingRule as exc:
