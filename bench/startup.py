@@ -154,7 +154,9 @@ def fetch_offset(port: int, group: str, topic: str, partition: int) -> tuple[int
     return int(p.error_code), int(p.committed_offset)
 
 
-def kill9_restart(prepared: Path, v: cl.Variant, run_no: int) -> dict[str, float]:
+def kill9_restart(
+    prepared: Path, v: cl.Variant, run_no: int, poll_s: float = 0.01
+) -> dict[str, float]:
     work = common.temp_data_dir(f"muster-kill9-run{run_no}-")
     shutil.rmtree(work)
     shutil.copytree(prepared, work)
@@ -191,7 +193,7 @@ def kill9_restart(prepared: Path, v: cl.Variant, run_no: int) -> dict[str, float
                         break
                     if error not in (0, 14, 16):  # LOAD_IN_PROGRESS, NOT_COORDINATOR
                         raise RuntimeError(f"OffsetFetch error {error}")
-                    time.sleep(0.01)
+                    time.sleep(poll_s)
                 else:
                     raise RuntimeError("groups not served within the run timeout")
             finally:
@@ -235,6 +237,13 @@ def main() -> None:
     ap.add_argument("--restarts", type=int, default=3, help="kill -9 restarts")
     ap.add_argument("--records", type=int, default=1_000_000, help="a multiple of 10,000")
     ap.add_argument("--skip-restart", action="store_true")
+    ap.add_argument(
+        "--poll-ms",
+        type=float,
+        default=10,
+        help="pause between OffsetFetch probes after kill -9 (each opens a connection the "
+        "loading broker answers; librdkafka backs off 100 ms)",
+    )
     ap.add_argument("--bytecode", action="store_true", help="run muster with its bytecode compiled")
     args = ap.parse_args()
     common.install_signal_handlers()
@@ -261,7 +270,9 @@ def run(args: argparse.Namespace) -> None:
             f"[dim]prepared {v.describe()} = {v.records:,} records in "
             f"{time.monotonic() - t0:.0f} s[/dim]"
         )
-        runs = [kill9_restart(prepared, v, i + 1) for i in range(args.restarts)]
+        runs = [
+            kill9_restart(prepared, v, i + 1, args.poll_ms / 1000) for i in range(args.restarts)
+        ]
     finally:
         shutil.rmtree(prepared, ignore_errors=True)
     t = Table(
