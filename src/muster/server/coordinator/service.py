@@ -28,8 +28,10 @@ EVENTS_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 *
 def ensure_internal_topics(state: BrokerState) -> None:
     topics = state.logs.topics()
     wanted = int(state.config["offsets.topic.num.partitions"])
+    # created together at a first start: one topic-table write, one fsync
+    missing: list[tuple[str, int, dict[str, str]]] = []
     if OFFSETS_TOPIC not in topics:
-        state.logs.create_topic(OFFSETS_TOPIC, wanted, OFFSETS_TOPIC_CONFIGS)
+        missing.append((OFFSETS_TOPIC, wanted, OFFSETS_TOPIC_CONFIGS))
     elif topics[OFFSETS_TOPIC].num_partitions != wanted:
         # Kafka never changes it either: the group -> partition mapping must hold.
         log.warning(
@@ -39,7 +41,9 @@ def ensure_internal_topics(state: BrokerState) -> None:
             wanted,
         )
     if EVENTS_TOPIC not in topics:
-        state.logs.create_topic(EVENTS_TOPIC, 1, EVENTS_TOPIC_CONFIGS)
+        missing.append((EVENTS_TOPIC, 1, EVENTS_TOPIC_CONFIGS))
+    if missing:
+        state.logs.create_topics(missing)
 
 
 def make_event_publisher(state: BrokerState) -> Any:
