@@ -100,6 +100,32 @@ def test_create_topic_errors(tmp_path: Path) -> None:
     assert InvalidTopicError.error_code == 17 and TopicExistsError.error_code == 36
 
 
+def test_create_topics_together_all_or_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import muster.log.manager as manager
+
+    fsyncs: list[int] = []
+    real_fsync = manager.os.fsync
+    monkeypatch.setattr(manager.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    mgr = LogManager(tmp_path, {})
+    mgr.load()
+    with pytest.raises(InvalidPartitionsError):  # the second is bad: neither is made
+        mgr.create_topics([("a", 2, {}), ("b", 0, {})])
+    assert mgr.topics() == {} and not (tmp_path / "a-0").exists()
+    fsyncs.clear()
+    made = mgr.create_topics([("a", 2, {}), ("b", 3, {"cleanup.policy": "compact"})])
+    assert [(t.name, t.num_partitions) for t in made] == [("a", 2), ("b", 3)]
+    # the topic table (file and directory) and the partition directories: three
+    # fsyncs for both topics, where one topic at a time took six
+    assert len(fsyncs) == 3
+    # no close(): as after kill -9
+    again = LogManager(tmp_path, {})
+    again.load()
+    assert again.topics() == {t.name: t for t in made}
+    assert again.get("b", 2) is not None and again.get("a", 1) is not None
+
+
 def test_add_partitions_and_delete(tmp_path: Path) -> None:
     mgr = LogManager(tmp_path, {})
     mgr.load()

@@ -48,10 +48,7 @@ from muster.coordinator.event_base import (  # noqa: F401 (names this module alw
     _reason,
     cause,
 )
-
-# The internal topic the broker's runtime writes these events to (one partition,
-# keyed by group id).
-EVENTS_TOPIC = "__muster_group_events"
+from muster.coordinator.topics import EVENTS_TOPIC  # noqa: F401 (its old home)
 
 # ---- causes -------------------------------------------------------------------
 #

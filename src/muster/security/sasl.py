@@ -6,7 +6,7 @@ import hmac
 import re
 from collections.abc import Callable
 
-from muster.security.scram import AuthenticationFailed
+from muster.security.errors import AuthenticationFailed
 
 _JAAS_OPTION = re.compile(r'([A-Za-z_][\w.-]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"

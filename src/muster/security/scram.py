@@ -14,16 +14,14 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from muster.security.errors import AuthenticationFailed
+
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 # Kafka's ScramMechanism: 4096 minimum, 16384 maximum.
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 # KIP-554 wire codes of the mechanisms.
 MECHANISM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 MECHANISM_NAMES = {v: k for k, v in MECHANISM_CODES.items()}
-
-
-class AuthenticationFailed(Exception):
-    """Bad credentials or a broken exchange: SASL_AUTHENTICATION_FAILED, then close."""
 
 
 @dataclass(frozen=True)

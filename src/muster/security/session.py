@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from muster.security.errors import AuthenticationFailed
 from muster.security.principal import ANONYMOUS
-from muster.security.scram import AuthenticationFailed
 
 log = logging.getLogger("muster.security")
 

@@ -12,10 +12,12 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from muster.security.acl import AclBinding
-from muster.security.scram import ScramCredential
+if TYPE_CHECKING:  # imported when there is something to read: a start without
+    # credentials or ACLs needs neither module
+    from muster.security.acl import AclBinding
+    from muster.security.scram import ScramCredential
 
 
 def _write_durably(path: Path, payload: Any) -> None:
@@ -49,6 +51,8 @@ class CredentialStore:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         raw = _read(path, {})
+        if raw:
+            from muster.security.scram import ScramCredential
         self._creds: dict[str, dict[str, ScramCredential]] = {
             user: {
                 mech: ScramCredential(
@@ -104,7 +108,10 @@ class AclStore:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.bindings: list[AclBinding] = [AclBinding(**b) for b in _read(path, [])]
+        raw = _read(path, [])
+        if raw:
+            from muster.security.acl import AclBinding
+        self.bindings: list[AclBinding] = [AclBinding(**b) for b in raw]
 
     def replace(self, bindings: list[AclBinding]) -> None:
         if self.path is not None:

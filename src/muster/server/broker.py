@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.security.principal import NoMatchingRule
 from muster.security.session import Session
-from muster.security.tls import peer_principal
 from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
@@ -24,7 +25,6 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.listen import start_listener, tls_handshake
-from muster.server.metrics import BrokerMetrics
 from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.startup import (
     DataDirLock,
@@ -34,7 +34,10 @@ from muster.server.startup import (
     listen_failed,
 )
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
-from muster.server.transactions import TransactionCoordinator, start_transaction_coordinator
+
+if TYPE_CHECKING:
+    from muster.server.metrics import BrokerMetrics
+    from muster.server.transactions import TransactionCoordinator
 
 log = logging.getLogger("muster.broker")
 
@@ -76,9 +79,8 @@ class Broker:
         try:
             for served in security.served:
                 socks.append(bind_listener(served.listener.host or "0.0.0.0", served.listener.port))
-            self.metrics = BrokerMetrics()
             try:
-                self.metrics_port = self.metrics.serve(self.config["muster.metrics.listen"])
+                self.metrics, self.metrics_port = _serve_metrics(self.config)
             except OSError as exc:
                 raise StartupError(
                     f"cannot serve metrics on {self.config['muster.metrics.listen']}: "
@@ -114,6 +116,13 @@ class Broker:
         self.port = self.ports[first.name]
         self.state.extras["bound_port"] = self.port
         self.state.extras["bound_ports"] = self.ports
+        # The transaction coordinator comes once the broker listens: its
+        # handlers answer COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+        # anyway, and its modules (the transaction-log schemas) cost a start
+        # tens of ms that a broker serving no transaction never needs.
+        self._background.append(
+            asyncio.create_task(self._start_transactions(), name="txn-coordinator-start")
+        )
         logs = self.state.logs
         self._every(int(self.config["log.retention.check.interval.ms"]), logs.run_retention)
         self._every(int(self.config["log.cleaner.backoff.ms"]), logs.run_cleaner)
@@ -162,10 +171,14 @@ class Broker:
         self.coordinator = await start_coordinator(self.state)
         self.state.extras["coordinator"] = self.coordinator
         self._phases.mark("coordinator")
-        self.transactions = await start_transaction_coordinator(self.state, self.coordinator)
+        if self.metrics is not None:
+            self.metrics.coordinator = self.coordinator
+
+    async def _start_transactions(self) -> None:
+        assert self.state is not None and self.coordinator is not None
+        module = await asyncio.to_thread(importlib.import_module, "muster.server.transactions")
+        self.transactions = await module.start_transaction_coordinator(self.state, self.coordinator)
         self.state.extras["transactions"] = self.transactions
-        self._phases.mark("transactions")
-        self.metrics.coordinator = self.coordinator
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
         async def loop() -> None:
@@ -202,6 +215,8 @@ class Broker:
                 return
             principal = "User:ANONYMOUS"
             if served.listener.protocol == "SSL":
+                from muster.security.tls import peer_principal  # SSL listeners only
+
                 try:
                     principal = peer_principal(writer.get_extra_info("ssl_object"), served.mapper)
                 except NoMatchingRule as exc:
@@ -252,6 +267,23 @@ class Broker:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def _serve_metrics(config: BrokerConfig) -> tuple[BrokerMetrics | None, int | None]:
+    """The /metrics endpoint and its port when `muster.metrics.listen` is set.
+    Without it nothing could read the counters, so prometheus_client (and the
+    http.server, wsgiref and email modules it brings, ~35 ms) is not imported."""
+    listen = config["muster.metrics.listen"]
+    if not listen:
+        return None, None
+    from muster.server.metrics import BrokerMetrics
+
+    metrics = BrokerMetrics()
+    try:
+        return metrics, metrics.serve(listen)
+    except BaseException:
+        metrics.close()
+        raise
 
 
 def _address(peer: object) -> str:

@@ -37,6 +37,8 @@ class _GroupStateCollector(Collector):
         counts: Tally[str] = Tally()
         if coordinator is not None:
             for runtime in coordinator.shards:
+                if not runtime.loaded:
+                    continue  # its shard is still being made and replayed
                 for group in runtime.shard.groups():
                     counts[_state_name(group)] += 1
             if coordinator.load_ms is not None:

@@ -8,11 +8,10 @@ import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from muster.config import BrokerConfig, ConfigError
 from muster.security import sasl as plain
-from muster.security import scram
-from muster.security.acl import Authorizer, Operation, ResourceType
 from muster.security.principal import PrincipalMapper
 from muster.security.properties import (
     AUTHORIZER_CLASSES,
@@ -25,7 +24,12 @@ from muster.security.properties import (
 )
 from muster.security.session import ListenerSecurity, SaslServer
 from muster.security.store import AclStore, CredentialStore
-from muster.security.tls import TlsConfigError, server_context
+
+if TYPE_CHECKING:
+    # SCRAM, the authorizer and TLS contexts are imported when a listener or
+    # the configuration needs them: a plaintext broker without ACLs starts
+    # without them (tests/server/test_start_imports.py)
+    from muster.security.acl import Authorizer, Operation, ResourceType
 
 audit = logging.getLogger("muster.audit")
 
@@ -61,6 +65,8 @@ class BrokerSecurity:
             )
         self.authorizer: Authorizer | None = None
         if name:
+            from muster.security.acl import Authorizer
+
             supers = [s.strip() for s in str(config["super.users"]).split(";") if s.strip()]
             self.authorizer = Authorizer(
                 self.acls.bindings, supers, bool(config["allow.everyone.if.no.acl.found"])
@@ -68,12 +74,12 @@ class BrokerSecurity:
         self.served = [self._serve(config, li) for li in self.listeners]
 
     def _serve(self, config: BrokerConfig, li: Listener) -> ServedListener:
+        context = _tls_context(config, li.name) if li.tls else None
         try:
-            context = server_context(config, li.name) if li.tls else None
             mapper = PrincipalMapper(
                 listener_setting(config, li.name, "ssl.principal.mapping.rules")
             )
-        except (TlsConfigError, ValueError) as exc:
+        except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         mechs = tuple(
             m.strip().upper()
@@ -102,6 +108,8 @@ class BrokerSecurity:
 
     def _sasl_factory(self, users: dict[str, str]):  # type: ignore[no-untyped-def]
         def scram_check(user: str, password: str) -> bool:
+            from muster.security import scram
+
             for mech in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
                 cred = self.credentials.get(user, mech)
                 if cred is not None:
@@ -113,6 +121,8 @@ class BrokerSecurity:
         def make(mechanism: str) -> SaslServer:
             if mechanism == "PLAIN":
                 return plain.PlainServer(verify)
+            from muster.security import scram
+
             return scram.ScramServer(mechanism, self.credentials.get)
 
         return make
@@ -145,6 +155,15 @@ class BrokerSecurity:
                 decision.rule,
             )
         return decision.allowed
+
+
+def _tls_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    from muster.security.tls import TlsConfigError, server_context
+
+    try:
+        return server_context(config, listener)
+    except (TlsConfigError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def advertised_endpoint(state: object, listener: str) -> tuple[str, int]:

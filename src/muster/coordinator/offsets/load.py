@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # the shard calls this module
 # OffsetCommitValue v3 with empty metadata: version, offset, leader epoch, metadata
 # length (0), commit timestamp
 _V3_EMPTY_METADATA = struct.Struct(">hqihq")
+# the partition: a key's last four bytes (unpack_from costs a third of
+# int.from_bytes on a slice, a measurable part of a 1M-record load)
+_PARTITION = struct.Struct(">i")
 
 
 def replay_latest(
@@ -45,6 +48,7 @@ def replay_latest(
     key_fields = offset_commit_key_fields
     value_fields = offset_commit_value_fields
     unpack_v3 = _V3_EMPTY_METADATA.unpack_from
+    unpack_partition = _PARTITION.unpack_from
     top = shard.next_seq - 1
     names: dict[bytes, tuple[str, str]] = {}
     last_prefix: bytes | None = None
@@ -68,7 +72,7 @@ def replay_latest(
             group_id, topic = known
             committed = None
             last_prefix = prefix
-        partition = int.from_bytes(key[-4:], "big", signed=True)
+        (partition,) = unpack_partition(key, len(key) - 4)
         if value is None:
             existing = offsets_of.get(group_id)
             if existing is not None:

@@ -13,12 +13,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muster.coordinator.context import EXPIRE_OFFSETS_KEY
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
-from muster.coordinator.shard import CoordinatorShard
 from muster.log.latest import collect_log
 from muster.log.port import PartitionLog
 from muster.records.batch import build_batch
@@ -26,6 +25,11 @@ from muster.records.errors import CodedError
 from muster.records.latest import TxnReplay
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
+
+if TYPE_CHECKING:
+    # every group state machine, the assignors and the KIP-848 records: a
+    # broker's start makes its shards through `make_shard`, in load()
+    from muster.coordinator.shard import CoordinatorShard
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +88,19 @@ class ShardRuntime:
 
     def __init__(
         self,
-        shard: CoordinatorShard,
+        shard: CoordinatorShard | None,
         plog: PartitionLog,
         durability: Durability,
         publish_events: Callable[[list[Any]], None],
         lane: BackgroundLane | None = None,
         clock: Callable[[], int] = now_ms,
+        make_shard: Callable[[], CoordinatorShard] | None = None,
     ) -> None:
-        self.shard = shard
+        # Without a shard, load() makes it with `make_shard` (in its worker
+        # thread): the broker listens before the coordinator core is imported.
+        assert shard is not None or make_shard is not None
+        self.shard: CoordinatorShard = shard  # type: ignore[assignment]
+        self._make_shard = make_shard
         # the wall clock in ms; the deterministic simulation passes a fake one
         self.clock = clock
         self.lane = lane
@@ -121,6 +130,9 @@ class ShardRuntime:
         that were overwritten later are never decoded.
         """
         started = time.perf_counter()
+        if self.shard is None:
+            assert self._make_shard is not None
+            self.shard = self._make_shard()
         txns = TxnReplay()
         latest = collect_log(self.plog, txns)
         self.shard.replay_latest(latest)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from functools import partial
 from typing import Any
 
-from muster.coordinator.events import EVENTS_TOPIC
-from muster.coordinator.shard import CoordinatorShard
+from muster.coordinator.topics import EVENTS_TOPIC
 from muster.records.batch import build_batch
 from muster.server.clock import now_ms
 from muster.server.coordinator.runtime import (
@@ -28,8 +28,10 @@ EVENTS_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 *
 def ensure_internal_topics(state: BrokerState) -> None:
     topics = state.logs.topics()
     wanted = int(state.config["offsets.topic.num.partitions"])
+    # created together at a first start: one topic-table write, one fsync
+    missing: list[tuple[str, int, dict[str, str]]] = []
     if OFFSETS_TOPIC not in topics:
-        state.logs.create_topic(OFFSETS_TOPIC, wanted, OFFSETS_TOPIC_CONFIGS)
+        missing.append((OFFSETS_TOPIC, wanted, OFFSETS_TOPIC_CONFIGS))
     elif topics[OFFSETS_TOPIC].num_partitions != wanted:
         # Kafka never changes it either: the group -> partition mapping must hold.
         log.warning(
@@ -39,7 +41,9 @@ def ensure_internal_topics(state: BrokerState) -> None:
             wanted,
         )
     if EVENTS_TOPIC not in topics:
-        state.logs.create_topic(EVENTS_TOPIC, 1, EVENTS_TOPIC_CONFIGS)
+        missing.append((EVENTS_TOPIC, 1, EVENTS_TOPIC_CONFIGS))
+    if missing:
+        state.logs.create_topics(missing)
 
 
 def make_event_publisher(state: BrokerState) -> Any:
@@ -59,6 +63,16 @@ def make_event_publisher(state: BrokerState) -> Any:
     return publish
 
 
+def _new_shard(partition: int, config: Any) -> Any:
+    # Imported here, by the loader's worker thread: the core (every group state
+    # machine, the assignors, the KIP-848 records) is ~0.1 s of imports that a
+    # broker need not pay before it listens; group requests answer
+    # COORDINATOR_LOAD_IN_PROGRESS meanwhile, as Kafka's do while it loads.
+    from muster.coordinator.shard import CoordinatorShard
+
+    return CoordinatorShard(partition, config)
+
+
 async def start_coordinator(state: BrokerState) -> GroupCoordinator:
     """Shards answer COORDINATOR_LOAD_IN_PROGRESS until their partition is replayed."""
     ensure_internal_topics(state)
@@ -69,8 +83,8 @@ async def start_coordinator(state: BrokerState) -> GroupCoordinator:
     for p in range(count):
         plog = state.logs.get(OFFSETS_TOPIC, p)
         assert plog is not None
-        shard = CoordinatorShard(p, state.config)
-        runtimes.append(ShardRuntime(shard, plog, state.durability, publish, lane))
+        make = partial(_new_shard, p, state.config)
+        runtimes.append(ShardRuntime(None, plog, state.durability, publish, lane, make_shard=make))
     coordinator = GroupCoordinator(runtimes)
 
     async def load_all() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 from muster.security.acl import CLUSTER_NAME, Operation
 from muster.server import authz
 from muster.server.handlers.common import resolve_topic, shown

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 from muster.log.config import TOPIC_CONFIGS, InvalidConfigError, LogConfig
 from muster.log.manager import valid_topic_name
 from muster.log.port import LogError
