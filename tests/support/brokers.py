@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from muster.embedded.broker import wait_until_loaded
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -81,9 +83,12 @@ class MusterProcess:
 
     def start(self) -> MusterProcess:
         log = open(self.log_path, "ab")
+        log_start = log.tell()
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         for port in self.ports.values():
             wait_for_port(port, self.proc)
+        if self.settings.get("muster.log.level", "INFO").upper() in ("INFO", "DEBUG"):
+            wait_until_loaded(self.log_path, log_start, self.proc, time.monotonic() + 60)
         return self
 
     def stop(self) -> int:

@@ -50,6 +50,27 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+
+# The line the broker logs once both coordinators serve (server/transactions.py).
+LOADED_LINE = b"transaction coordinator loaded"
+
+
+def wait_until_loaded(
+    log_path: Path, offset: int, proc: subprocess.Popen[bytes], deadline: float
+) -> None:
+    """Waits for the broker's "coordinators loaded" log line past `offset`.
+
+    A broker listens before its coordinators have replayed their logs (group
+    requests answer COORDINATOR_LOAD_IN_PROGRESS meanwhile, as Kafka's do);
+    a test's first raw request should not have to retry that.
+    """
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            if LOADED_LINE in log.read():
+                return
+        time.sleep(0.01)
+
 class Broker:
     """One muster broker; a context manager that starts it and stops it.
 
@@ -155,6 +176,7 @@ class Broker:
             argv += ["--set", f"{name}={shown}"]
         assert self.log_path is not None
         with open(self.log_path, "ab") as log:
+            log_start = log.tell()
             self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
@@ -168,6 +190,8 @@ class Broker:
             with contextlib.suppress(OSError):
                 host = self.bootstrap_servers.rsplit(":", 1)[0]
                 socket.create_connection((host, self.port), 0.2).close()
+                if str(settings.get("muster.log.level", "INFO")).upper() in ("INFO", "DEBUG"):
+                    wait_until_loaded(self.log_path, log_start, self._proc, deadline)
                 return
             time.sleep(0.02)
         self._proc.kill()

@@ -12,7 +12,8 @@ from muster.server.broker import Broker, loop_factory
 class BrokerThread:
     """Runs `muster.server.broker.Broker` on a daemon thread until `stop()`.
 
-    `start()` returns once the broker listens, or raises what stopped it
+    `start()` returns once the broker listens and its coordinators have loaded,
+    or raises what stopped it
     (a `StartupError` for a taken port or a locked data directory).
     """
 
@@ -28,6 +29,7 @@ class BrokerThread:
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_until_complete(self.broker.start())
+            self.loop.run_until_complete(self.broker.loaded())
         except BaseException as exc:
             self._error = exc
             self._ready.set()

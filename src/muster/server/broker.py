@@ -174,6 +174,19 @@ class Broker:
         if self.metrics is not None:
             self.metrics.coordinator = self.coordinator
 
+    async def loaded(self) -> None:
+        """Returns once both coordinators have loaded their logs and serve.
+
+        The broker listens before that (group and transaction requests answer
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile, as Kafka's do); an embedded
+        broker waits for this so a test's first raw request is served.
+        """
+        while self.coordinator is None or self.coordinator.loader is None:
+            await asyncio.sleep(0.005)
+        await asyncio.shield(self.coordinator.loader)
+        while self.transactions is None or not self.transactions.loaded:
+            await asyncio.sleep(0.005)
+
     async def _start_transactions(self) -> None:
         assert self.state is not None and self.coordinator is not None
         module = await asyncio.to_thread(importlib.import_module, "muster.server.transactions")
