@@ -17,6 +17,7 @@ from muster.coordinator import errors as E
 from muster.coordinator import events_consumer as ce
 from muster.coordinator import requests as rq
 from muster.coordinator.events import RebalanceStarted
+from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from muster.protocol import consumer_protocol as cp
 from muster.records.offsets_topic import GroupMetadataKey, encode_key
 from tests.core.consumer.test_heartbeat import T1, TOPICS, G, Member
@@ -178,6 +179,9 @@ def test_a_consumer_member_upgrades_a_live_classic_group(h: Harness) -> None:
     assert "became a consumer group" in converted[0].sentence()
     # the new member gets nothing another member still holds
     assert c.partitions() == set()
+    described = h.reply(h.send(ConsumerGroupDescribe((G,)))).groups[0]
+    kinds = {m["member_id"]: m["member_type"] for m in described["members"]}
+    assert kinds == {a.member_id: 0, b.member_id: 0, "c": 1}  # Kafka's MemberType
 
 
 def test_classic_and_consumer_members_reconcile_without_double_ownership(h: Harness) -> None:
@@ -392,3 +396,55 @@ def test_migration_policy_is_a_broker_property() -> None:
     assert cfg.upgrade_enabled and not cfg.downgrade_enabled
     cfg = CoordinatorConfig.from_mapping({"group.consumer.migration.policy": "nonsense"})
     assert cfg.consumer_migration_policy == "disabled"
+
+
+def test_a_failed_upgrade_append_leaves_the_classic_group_as_it_was(h: Harness) -> None:
+    a, b = classic_group(h)
+    gen = a.generation
+    h.auto_durable = False
+    rid = h.send(
+        ConsumerGroupHeartbeat(
+            G,
+            "c",
+            0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=("t1",),
+            owned=(),
+            topics=TOPICS,
+        )
+    )
+    h.flush(E.NOT_ENOUGH_REPLICAS)
+    h.auto_durable = True
+    assert h.reply(rid).error_code != E.NONE
+    assert G not in h.shard.store.consumer
+    classic = h.shard.group(G)
+    assert classic is not None and classic.state.value == "Stable" and classic.generation == gen
+    assert set(classic.members) == {a.member_id, b.member_id}
+    assert a.beat() == b.beat() == E.NONE
+    h.advance(9000)  # their sessions are kept by heartbeats again, not lost
+    assert a.beat() == b.beat() == E.NONE
+    h.advance(11000)  # and expire without them
+    assert h.shard.group(G).members == {}
+
+
+def test_a_static_classic_member_replaced_by_its_new_incarnation_keeps_its_target(
+    h: Harness,
+) -> None:
+    c = Member(h, "c")
+    c.beat()
+    k = Classic(h)
+    assert k.join(group_instance_id="i1").error_code == E.NONE
+    settle(h, [k], [c])
+    owned = set(k.owned)
+    assert len(owned) == 3
+    again = Classic(h)  # restarted: no member id, same instance id
+    resp = again.join(group_instance_id="i1")
+    assert resp.error_code == E.NONE and resp.member_id != k.member_id
+    group = h.shard.store.consumer[G]
+    assert k.member_id not in group.members
+    target = group.targets[resp.member_id]
+    assert {("t1", p) for ps in target.values() for p in ps} == owned
+    # the old incarnation is fenced
+    assert h.reply(h.send(rq.Heartbeat(G, k.generation, k.member_id, "i1"))).error_code == (
+        E.FENCED_INSTANCE_ID
+    )

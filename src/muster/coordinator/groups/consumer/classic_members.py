@@ -124,6 +124,10 @@ def _join(store: GroupStore, fx: Effects, req: rq.JoinGroup) -> rs.JoinGroupResp
         ) from None
     image = req.topics if req.topics is not None else group.topics
     known = group.members.get(member_id)
+    if known is not None and not known.uses_classic:
+        raise hb.Reject(
+            E.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol."
+        )
     cause = ""
     if req.group_instance_id is not None:
         static = group.static_member(req.group_instance_id)
@@ -135,10 +139,6 @@ def _join(store: GroupStore, fx: Effects, req: rq.JoinGroup) -> rs.JoinGroupResp
             known = _replace_static(store, fx, group, static, member_id)
             group = store.consumer[gid]
             cause = ce.CONSUMER_STATIC_MEMBER_REPLACED
-    if known is not None and not known.uses_classic:
-        raise hb.Reject(
-            E.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol."
-        )
     member = known or ConsumerMember(member_id)
     updated = dataclasses.replace(
         member,
