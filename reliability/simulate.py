@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sim_classic_members
 import sim_consumer
 from sim_world import Violation, World, error_of
 
@@ -89,6 +90,12 @@ class Sim:
         self.values = 0
         self.cg = sim_consumer.ConsumerWorld()
         self.world.checks.append(lambda shard: sim_consumer.check_consumer_groups(shard, self.cg))
+        self.classic = sim_classic_members.clients(sim_consumer.CG_GROUPS)
+        self.world.checks.append(
+            lambda shard: sim_classic_members.check_classic_clients(
+                shard, self.classic, self.cg.consumers
+            )
+        )
 
     def value(self) -> int:
         self.values += 1
@@ -335,6 +342,7 @@ def op_reload(sim: Sim, mode: int) -> None:
     for p in sim.producers:
         p.busy = False  # their requests died with the coordinator; they retry
     sim.cg.reloaded()
+    sim_classic_members.reloaded(sim.classic)
 
 
 def _slot(r: random.Random) -> tuple[int, int]:
@@ -364,6 +372,7 @@ OPS: dict[str, tuple[int, Callable[..., None], Callable[[random.Random], tuple[A
     "refuse": (1, op_refuse, lambda r: (r.randrange(1, 3),)),
     "reload": (2, op_reload, lambda r: (r.randrange(3),)),
     **sim_consumer.OPS,
+    **sim_classic_members.OPS,
 }
 
 
@@ -372,8 +381,7 @@ def generate(seed: int) -> list[Op]:
     kinds = list(OPS)
     weights = [OPS[k][0] for k in kinds]
     return [
-        (kind, *OPS[kind][2](rnd))
-        for kind in rnd.choices(kinds, weights, k=rnd.randrange(20, 150))
+        (kind, *OPS[kind][2](rnd)) for kind in rnd.choices(kinds, weights, k=rnd.randrange(20, 150))
     ]
 
 

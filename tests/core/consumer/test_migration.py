@@ -448,3 +448,21 @@ def test_a_static_classic_member_replaced_by_its_new_incarnation_keeps_its_targe
     assert h.reply(h.send(rq.Heartbeat(G, k.generation, k.member_id, "i1"))).error_code == (
         E.FENCED_INSTANCE_ID
     )
+
+
+def test_a_failed_downgrade_append_keeps_the_consumer_group(h: Harness) -> None:
+    c = Member(h, "c")
+    c.beat()
+    k = Classic(h)
+    assert k.join().error_code == E.NONE and k.sync().error_code == E.NONE
+    h.auto_durable = False
+    rid = h.send(ConsumerGroupHeartbeat(G, "c", -1, topics=TOPICS))
+    assert h.shard.group(G) is not None  # downgraded at write time
+    h.flush(E.NOT_ENOUGH_REPLICAS)
+    h.auto_durable = True
+    assert h.reply(rid).error_code != E.NONE
+    group = h.shard.store.consumer[G]
+    assert set(group.members) == {"c", k.member_id} and h.shard.group(G) is None
+    assert not [t for t in h.group_timers if t.startswith(("heartbeat-", "join-"))]
+    assert k.beat() in (E.NONE, E.REBALANCE_IN_PROGRESS)
+    assert c.beat().error_code == E.NONE

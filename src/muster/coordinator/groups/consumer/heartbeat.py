@@ -26,7 +26,7 @@ from functools import partial
 from muster.assignors.consumer.registry import ASSIGNORS
 from muster.coordinator import errors as E
 from muster.coordinator import events_consumer as ce
-from muster.coordinator.context import Effects
+from muster.coordinator.context import Effects, pending_key
 from muster.coordinator.groups.consumer import migration
 from muster.coordinator.groups.consumer import regex as regexes
 from muster.coordinator.groups.consumer.api import (
@@ -101,6 +101,8 @@ def _consumer_group(store: GroupStore, fx: Effects, req: ConsumerGroupHeartbeat)
     if classic is not None:
         if store.persisted(req.group_id) is not None:
             fx.record((encode_key(GroupMetadataKey(req.group_id)), None))
+        for pending in classic.pending_members:  # asked for a member id, never joined
+            fx.cancel(pending_key(req.group_id, pending))
         store.remove(req.group_id)
     return ConsumerGroup(req.group_id)
 

@@ -239,10 +239,10 @@ def downgrade(
         member = classic.members[m.member_id]
         target = group.targets.get(m.member_id, {})
         member.assignment = encode_assignment(group, target, member.metadata(classic.protocol_name))
-    _tombstones(store, fx, group)
-    for m in group.members.values():
+    for mid in group.members:  # before the tombstones empty the group
         for key in (session_key, revocation_key, join_timer, sync_timer):
-            fx.cancel(key(gid, m.member_id))
+            fx.cancel(key(gid, mid))
+    _tombstones(store, fx, group)
     store.groups[gid] = classic
     store_group(classic, fx, None)
     for member in classic.members.values():

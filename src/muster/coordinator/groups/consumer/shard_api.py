@@ -36,6 +36,7 @@ from muster.records.consumer_group_records import (
     decode_consumer_group_value,
 )
 
+CLASSIC_TIMER_KINDS = ("heartbeat", "pending", "join", "sync")
 TIMER_KINDS = ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync")
 
 
@@ -61,6 +62,9 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
     leave or expiry removed is back (it gets a full session again, as after
     a load); a revocation timer only for a member still revoking."""
     for key in armed:
+        if key.kind in CLASSIC_TIMER_KINDS and key.group_id in group_ids:
+            if store.get(key.group_id) is None:  # a failed downgrade's classic group
+                fx.cancel(key)
         if key.kind in TIMER_KINDS and key.group_id in group_ids:
             group = store.consumer.get(key.group_id)
             member = None if group is None else group.members.get(key.member_id)
