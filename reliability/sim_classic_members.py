@@ -10,9 +10,11 @@ client is its leader and assigns round robin; a consumer-protocol member
 joining upgrades it; inside a consumer group the server assigns and the
 client reports what it owns in its JoinGroup metadata, drops what a
 SyncGroup no longer gives it, and rejoins when a Heartbeat says
-REBALANCE_IN_PROGRESS. `check_classic_clients` adds these clients to the
-"no partition owned by two members at once" invariant of consumer groups
-(their owned partitions are keyed by topic id, as the consumer clients').
+REBALANCE_IN_PROGRESS; now and then every consumer-protocol client of a
+group leaves at once (a rollback), which downgrades it.
+`check_classic_clients` adds these clients to the "no partition owned by two
+members at once" invariant of consumer groups (their owned partitions are
+keyed by topic id, as the consumer clients').
 """
 
 from __future__ import annotations
@@ -171,6 +173,15 @@ def op_classic_leave(sim: Any, g: int) -> None:
     c.reset()  # a client stops owning anything once it leaves
 
 
+def op_consumers_leave(sim: Any, g: int) -> None:
+    """A deployment rolled back to classic clients: every consumer-protocol
+    client of the group leaves (the last one's leave downgrades the group)."""
+    from sim_consumer import CG_SLOTS, op_cg_leave
+
+    for s in range(CG_SLOTS):
+        op_cg_leave(sim, g, s, 0)
+
+
 def reloaded(classic: dict[int, ClassicClient]) -> None:
     for c in classic.values():
         c.busy = False  # the request died with the coordinator; the client retries
@@ -179,6 +190,7 @@ def reloaded(classic: dict[int, ClassicClient]) -> None:
 OPS = {
     "classic_step": (10, op_classic_step, lambda r: (r.randrange(2),)),
     "classic_leave": (1, op_classic_leave, lambda r: (r.randrange(2),)),
+    "consumers_leave": (1, op_consumers_leave, lambda r: (r.randrange(2),)),
 }
 
 

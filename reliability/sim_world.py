@@ -149,12 +149,7 @@ class SimRuntime(ShardRuntime):
 
     def __init__(self, world: World, shard: CoordinatorShard) -> None:
         super().__init__(
-            shard,
-            world.log,
-            world.durability,
-            world.events.extend,
-            None,
-            lambda: world.now,  # type: ignore[arg-type]
+            shard, world.log, world.durability, world.events.extend, None, lambda: world.now  # type: ignore[arg-type]
         )
         self.world = world
 

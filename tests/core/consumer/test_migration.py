@@ -466,3 +466,23 @@ def test_a_failed_downgrade_append_keeps_the_consumer_group(h: Harness) -> None:
     assert not [t for t in h.group_timers if t.startswith(("heartbeat-", "join-"))]
     assert k.beat() in (E.NONE, E.REBALANCE_IN_PROGRESS)
     assert c.beat().error_code == E.NONE
+
+
+def test_a_downgrade_then_an_upgrade_before_a_classic_member_revoked_gives_nothing_away(
+    h: Harness,
+) -> None:
+    """Found by the simulation: the downgraded classic group records what each
+    member holds (not its target), so an upgrade right after it does not see
+    the partitions a classic member has yet to revoke as free."""
+    (a,) = classic_group(h, 1)
+    c = Member(h, "c")
+    c.beat()
+    assert a.beat() == E.REBALANCE_IN_PROGRESS  # a still owns all six
+    c.beat(epoch=-1, names=None, owned=None, rebalance_timeout_ms=-1)  # downgrade
+    held = cp.decode_assignment(h.shard.group(G).members[a.member_id].assignment)
+    assert held.partition_set() == {("t1", p) for p in range(6)}
+    again = Member(h, "c2")
+    assert again.beat().error_code == E.NONE  # upgrade again
+    again.beat()
+    assert again.partitions() == set()  # a has given nothing up yet
+    no_double_ownership([a], [again])

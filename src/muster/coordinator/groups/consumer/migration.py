@@ -13,9 +13,10 @@ ClassicGroup.fromConsumerGroup), under `group.consumer.migration.policy`.
 - **Downgrade**: when the last consumer-protocol member leaves (or is fenced)
   and every other member speaks the classic protocol, the consumer group's
   records are tombstoned and a Stable classic group at the group epoch is
-  stored, each member holding its target assignment; it then rebalances.
+  stored, each member holding what it holds now (assigned or revoking; Kafka
+  writes its target, see `downgrade`); it then rebalances.
 
-Both write their records through `heartbeat.write` (consumer records,
+Both write their records through `writes.write` (consumer records,
 applied at once) or the classic GroupMetadata record (applied once durable);
 a failed append restores the group as it was (`shard_api.revert`).
 """
@@ -236,9 +237,17 @@ def downgrade(
     classic.protocol_name = classic.select_protocol()
     classic.subscribed_topics = classic.compute_subscribed_topics()
     for m in kept:
+        # what the member may hold now (assigned or still revoking), where
+        # Kafka writes its target: a group upgraded again before the member
+        # rejoins must not think partitions free that the member still owns
+        # (found by the simulation: a downgrade then an upgrade while a
+        # classic member had yet to revoke gave its partitions away)
+        held = {
+            t: m.assigned.get(t, frozenset()) | m.pending_revocation.get(t, frozenset())
+            for t in m.assigned.keys() | m.pending_revocation.keys()
+        }
         member = classic.members[m.member_id]
-        target = group.targets.get(m.member_id, {})
-        member.assignment = encode_assignment(group, target, member.metadata(classic.protocol_name))
+        member.assignment = encode_assignment(group, held, member.metadata(classic.protocol_name))
     for mid in group.members:  # before the tombstones empty the group
         for key in (session_key, revocation_key, join_timer, sync_timer):
             fx.cancel(key(gid, mid))
