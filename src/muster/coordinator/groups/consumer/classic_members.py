@@ -229,12 +229,18 @@ def _replace_static(
 # ---- SyncGroup, Heartbeat -------------------------------------------------------------
 
 
+def _at_generation(group: ConsumerGroup, req: rq.SyncGroup | rq.Heartbeat) -> ConsumerMember:
+    """The classic member, at the generation it says (Kafka's throwIfGenerationIdUnmatched)."""
+    member = _member(group, req.member_id, req.group_instance_id)
+    if req.generation_id != member.member_epoch:
+        raise hb.Reject(E.ILLEGAL_GENERATION, "Generation is not the member epoch.")
+    return member
+
+
 def sync(store: GroupStore, fx: Effects, rid: int, req: rq.SyncGroup) -> None:
     group = store.consumer[req.group_id]
     try:
-        member = _member(group, req.member_id, req.group_instance_id)
-        if req.generation_id != member.member_epoch:
-            raise hb.Reject(E.ILLEGAL_GENERATION, "Generation is not the member epoch.")
+        member = _at_generation(group, req)
         name = _protocol_name(member)
         if (req.protocol_type is not None and req.protocol_type != cp.PROTOCOL_TYPE) or (
             req.protocol_name is not None and req.protocol_name != name
@@ -272,9 +278,7 @@ def _due_join(store: GroupStore, fx: Effects, group: ConsumerGroup, member: Cons
 def heartbeat(store: GroupStore, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
     group = store.consumer[req.group_id]
     try:
-        member = _member(group, req.member_id, req.group_instance_id)
-        if req.generation_id != member.member_epoch:
-            raise hb.Reject(E.ILLEGAL_GENERATION, "Generation is not the member epoch.")
+        member = _at_generation(group, req)
     except hb.Reject as r:
         fx.reply(rid, rs.HeartbeatResponse(r.code))
         return

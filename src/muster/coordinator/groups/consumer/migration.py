@@ -251,6 +251,7 @@ def downgrade(
     for mid in group.members:  # before the tombstones empty the group
         for key in (session_key, revocation_key, join_timer, sync_timer):
             fx.cancel(key(gid, mid))
+        store.classic_join_due.pop((gid, mid), None)
     _tombstones(store, fx, group)
     store.groups[gid] = classic
     store_group(classic, fx, None)
