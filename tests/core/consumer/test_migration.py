@@ -486,3 +486,14 @@ def test_a_downgrade_then_an_upgrade_before_a_classic_member_revoked_gives_nothi
     again.beat()
     assert again.partitions() == set()  # a has given nothing up yet
     no_double_ownership([a], [again])
+
+
+def test_an_upgrade_during_a_classic_rebalance_answers_the_parked_join(h: Harness) -> None:
+    a, b = classic_group(h)
+    parked = h.send(a.join_request())  # a rejoins: the group prepares a rebalance
+    assert not h.answered(parked) and h.shard.group(G).state.value == "PreparingRebalance"
+    assert Member(h, "c").beat().error_code == E.NONE
+    assert h.reply(parked).error_code == E.REBALANCE_IN_PROGRESS
+    assert h.shard.group(G) is None
+    assert not [t for t in h.group_timers if t.startswith(("heartbeat-", "join-"))]
+    assert set(h.shard.store.consumer[G].members) == {a.member_id, b.member_id, "c"}
