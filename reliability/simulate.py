@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sim_classic_members
 import sim_consumer
 from sim_world import Violation, World, error_of
 
@@ -89,6 +90,12 @@ class Sim:
         self.values = 0
         self.cg = sim_consumer.ConsumerWorld()
         self.world.checks.append(lambda shard: sim_consumer.check_consumer_groups(shard, self.cg))
+        self.classic = sim_classic_members.clients(sim_consumer.CG_GROUPS)
+        self.world.checks.append(
+            lambda shard: sim_classic_members.check_classic_clients(
+                shard, self.classic, self.cg.consumers
+            )
+        )
 
     def value(self) -> int:
         self.values += 1
@@ -335,6 +342,7 @@ def op_reload(sim: Sim, mode: int) -> None:
     for p in sim.producers:
         p.busy = False  # their requests died with the coordinator; they retry
     sim.cg.reloaded()
+    sim_classic_members.reloaded(sim.classic)
 
 
 def _slot(r: random.Random) -> tuple[int, int]:
@@ -364,17 +372,38 @@ OPS: dict[str, tuple[int, Callable[..., None], Callable[[random.Random], tuple[A
     "refuse": (1, op_refuse, lambda r: (r.randrange(1, 3),)),
     "reload": (2, op_reload, lambda r: (r.randrange(3),)),
     **sim_consumer.OPS,
+    **sim_classic_members.OPS,
 }
+
+
+# ops added after the seeds' op lists were fixed: drawn from a second random
+# stream and slipped in between, so that every seed keeps its original ops
+# (and the traces found and shrunk with them stay valid)
+INTERLEAVED = sim_classic_members.OPS
+INTERLEAVE_RATE = 0.15
 
 
 def generate(seed: int) -> list[Op]:
     rnd = random.Random(seed)
-    kinds = list(OPS)
+    kinds = [k for k in OPS if k not in INTERLEAVED]
     weights = [OPS[k][0] for k in kinds]
-    return [
+    ops = [
         (kind, *OPS[kind][2](rnd))
         for kind in rnd.choices(kinds, weights, k=rnd.randrange(20, 150))
     ]
+    return _interleave(ops, random.Random(f"interleaved-{seed}"))
+
+
+def _interleave(ops: list[Op], rnd: random.Random) -> list[Op]:
+    kinds = list(INTERLEAVED)
+    weights = [INTERLEAVED[k][0] for k in kinds]
+    out: list[Op] = []
+    for op in ops:
+        out.append(op)
+        if rnd.random() < INTERLEAVE_RATE:
+            kind = rnd.choices(kinds, weights)[0]
+            out.append((kind, *INTERLEAVED[kind][2](rnd)))
+    return out
 
 
 @dataclass

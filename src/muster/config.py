@@ -113,6 +113,13 @@ PROPERTIES: tuple[Property, ...] = (
         "uniform,range",
         "Server assignors of consumer groups; the first is the default.",
     ),
+    Property(
+        "group.consumer.migration.policy",
+        str,
+        "bidirectional",
+        "Online classic <-> consumer group conversion: bidirectional, upgrade, downgrade,"
+        " disabled.",
+    ),
     Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
     Property(

@@ -17,7 +17,8 @@ from muster.coordinator.offsets import manager, state
 
 
 def test_a_thousand_seeds_hold_every_invariant() -> None:
-    # about 35 s of one core (consumer groups make the replay checks dearer)
+    # about 43 s of one core (consumer groups, and the classic clients in them,
+    # make the replay checks dearer)
     results = [simulate._one(seed) for seed in range(1000)]
     failed = {seed: out.failure for seed, out in results if out.failure is not None}
     assert failed == {}, f"reproduce: reliability/simulate.py --seed {min(failed)}"

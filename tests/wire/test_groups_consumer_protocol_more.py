@@ -298,7 +298,7 @@ def test_an_emptied_group_switches_protocol_and_resumes_from_its_commits(
 ) -> None:
     """Offline migration both ways: classic -> consumer -> classic, each new
     member starting where the last one committed (online migration, classic
-    and consumer members in one live group, is not there yet)."""
+    and consumer members in one live group: test_groups_migration.py)."""
     from confluent_kafka import ConsumerGroupType
 
     b, topic, group = broker.bootstrap, "cp-migrate", "cp-migrate-g"

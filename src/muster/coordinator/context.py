@@ -29,6 +29,8 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
+    consumer_migration_policy: str = "bidirectional"
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any]) -> CoordinatorConfig:
@@ -66,7 +68,28 @@ class CoordinatorConfig:
                 for a in str(cfg.get("group.consumer.assignors", "uniform,range")).split(",")
                 if a.strip()
             ),
+            consumer_migration_policy=migration_policy(
+                cfg.get("group.consumer.migration.policy", d.consumer_migration_policy)
+            ),
         )
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
+
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def migration_policy(value: object) -> str:
+    """Kafka's ConsumerGroupMigrationPolicy.parse: case-insensitive, and an
+    unknown name is `disabled`."""
+    name = str(value).strip().lower()
+    return name if name in MIGRATION_POLICIES else "disabled"
 
 
 Continuation = Callable[[int, "Effects"], None]  # (error_code, effects)

@@ -15,6 +15,10 @@ ConsumerMemberReconciled — a member's current assignment moved: group_id,
   assigned (partition count), revoking (partitions it must give up first, as
   "topic-id:partition"), at_ms.
 ConsumerMemberRemoved   — group_id, member_id, instance_id, cause, at_ms.
+ConsumerGroupConverted  — the group changed type online (KIP-848 migration):
+  group_id, to_type ("consumer" or "classic"), epoch (the generation / group
+  epoch carried over), member_count, cause, member_id (the member whose
+  leaving caused a downgrade, else ""), at_ms.
 """
 
 from __future__ import annotations
@@ -66,6 +70,46 @@ class ConsumerRevocationTimeoutCause(Cause):
     words = "a member did not give up partitions within its rebalance timeout"
 
 
+class ClassicMemberJoinedCause(Cause):
+    code = "classic_member_joined"
+    words = "a classic-protocol member joined the consumer group (JoinGroup)"
+
+
+class ClassicMemberLeftCause(Cause):
+    code = "classic_member_left"
+    words = "a classic-protocol member left the consumer group (LeaveGroup)"
+
+
+class ClassicJoinTimeoutCause(Cause):
+    code = "classic_join_timeout"
+    words = "a classic-protocol member told to rejoin did not within its rebalance timeout"
+
+
+class ClassicSyncTimeoutCause(Cause):
+    code = "classic_sync_timeout"
+    words = "a classic-protocol member did not send SyncGroup within its rebalance timeout"
+
+
+class GroupUpgradedCause(Cause):
+    code = "group_upgraded"
+    words = (
+        "a consumer-protocol member joined a classic group, which became a consumer group"
+        " (online upgrade)"
+    )
+
+
+class GroupDowngradedCause(Cause):
+    code, starts_rebalances = "group_downgraded", True
+    words = (
+        "the last consumer-protocol member left a group of classic members, which became"
+        " a classic group (online downgrade)"
+    )
+
+    def started(self, member: str, reason: str | None) -> str:
+        who = f"member {member}" if member else "the last consumer-protocol member"
+        return f"{who} left and the group was downgraded to a classic group"
+
+
 CONSUMER_MEMBER_JOINED = ConsumerMemberJoinedCause.code
 CONSUMER_MEMBER_REJOINED = ConsumerMemberRejoinedCause.code
 CONSUMER_MEMBER_LEFT = ConsumerMemberLeftCause.code
@@ -76,6 +120,12 @@ CONSUMER_METADATA_CHANGED = ConsumerMetadataChangedCause.code
 CONSUMER_REGEX_RESOLVED = ConsumerRegexResolvedCause.code
 CONSUMER_SESSION_EXPIRED = ConsumerSessionExpiredCause.code
 CONSUMER_REVOCATION_TIMEOUT = ConsumerRevocationTimeoutCause.code
+CLASSIC_MEMBER_JOINED = ClassicMemberJoinedCause.code
+CLASSIC_MEMBER_LEFT = ClassicMemberLeftCause.code
+CLASSIC_JOIN_TIMEOUT = ClassicJoinTimeoutCause.code
+CLASSIC_SYNC_TIMEOUT = ClassicSyncTimeoutCause.code
+GROUP_UPGRADED = GroupUpgradedCause.code
+GROUP_DOWNGRADED = GroupDowngradedCause.code
 
 
 @dataclass(frozen=True)
@@ -152,9 +202,27 @@ class ConsumerMemberRemoved(_Event):
         return f"member {self.member_id} was removed ({cause(self.cause).text})"
 
 
+@dataclass(frozen=True)
+class ConsumerGroupConverted(_Event):
+    group_id: str
+    to_type: str
+    epoch: int
+    member_count: int
+    cause: str
+    member_id: str
+    at_ms: int
+
+    def sentence(self) -> str:
+        return (
+            f"the group became a {self.to_type} group at epoch {self.epoch} with"
+            f" {self.member_count} member(s): {cause(self.cause).text}"
+        )
+
+
 CONSUMER_EVENT_TYPES = (
     ConsumerGroupEpochBumped,
     ConsumerTargetAssigned,
     ConsumerMemberReconciled,
     ConsumerMemberRemoved,
+    ConsumerGroupConverted,
 )

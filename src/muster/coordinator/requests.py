@@ -4,7 +4,9 @@ request; defaults are what older versions imply."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,9 @@ class JoinGroup:
     require_known_member_id: bool = False  # v4+ without an instance id
     reason: str | None = None  # v8+
     supports_skip_assignment: bool = False  # v9+ (static leader rejoin)
+    # the broker's topics (name -> id, partitions), read by a classic member
+    # of a consumer group (its subscription is resolved as a heartbeat's is)
+    topics: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -378,10 +378,10 @@ class CoordinatorShard:
 
     def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
         error = self._group_error(req.group_id, req)
-        if error is None and not consumer.classic_join_allowed(self.store, fx, req.group_id):
-            error = E.INCONSISTENT_GROUP_PROTOCOL  # no classic members in consumer groups yet
         if error is not None:
             fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))
+            return
+        if consumer.classic_request(self.store, fx, rid, req):
             return
         join.handle_join_group(self.store, fx, rid, req)
 
@@ -393,6 +393,8 @@ class CoordinatorShard:
                 error = E.REBALANCE_IN_PROGRESS
             fx.reply(rid, rs.SyncGroupResponse(error))
             return
+        if consumer.classic_request(self.store, fx, rid, req):
+            return
         sync.handle_sync_group(self.store, fx, rid, req)
 
     def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
@@ -402,12 +404,16 @@ class CoordinatorShard:
             ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
             fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
             return
+        if consumer.classic_request(self.store, fx, rid, req):
+            return
         liveness.handle_heartbeat(self.store, fx, rid, req)
 
     def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
         error = self._group_error(req.group_id, req)
         if error is not None:
             fx.reply(rid, rs.LeaveGroupResponse(error))
+            return
+        if consumer.classic_request(self.store, fx, rid, req):
             return
         leave.handle_leave_group(self.store, fx, rid, req)
 

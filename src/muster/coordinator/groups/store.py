@@ -29,6 +29,9 @@ class GroupStore:
     # durable state: each group's last GroupMetadata record (log position,
     # value); only `replay_metadata` changes it
     records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)
+    # transient: (group, member) -> when a classic member of a consumer group
+    # told to rejoin is fenced (`consumer/classic_members.py`)
+    classic_join_due: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def persisted(self, group_id: str) -> GroupMetadataValue | None:
         """The group's last GroupMetadata record in the log (None: none or tombstoned)."""

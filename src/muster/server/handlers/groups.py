@@ -18,6 +18,7 @@ from muster.coordinator import responses as rs
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.handlers.consumer_groups import TopicImage
 from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
 
@@ -130,6 +131,7 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
         require_known_member_id=v >= 4 and instance_id is None,
         reason=getattr(req, "reason", None),
         supports_skip_assignment=v >= 9,
+        topics=TopicImage(ctx.state.logs),
     )
     if not authz.group(ctx, READ, req.group_id):
         resp = rs.JoinGroupResponse(error_code=GROUP_DENIED, member_id=req.member_id)

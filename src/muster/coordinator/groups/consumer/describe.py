@@ -17,7 +17,8 @@ from muster.coordinator.groups.store import GroupStore
 
 PROTOCOL_TYPE = "consumer"
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 MemberType: 1 = consumer protocol
+# ConsumerGroupDescribe v1 MemberType: 0 = classic protocol, 1 = consumer protocol
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1
 
 
 def _assignment(group: ConsumerGroup, parts: Partitions) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def described(group: ConsumerGroup) -> dict[str, Any]:
                 "subscribed_topic_regex": m.subscribed_topic_regex or None,
                 "assignment": _assignment(group, m.assigned),
                 "target_assignment": _assignment(group, group.targets.get(m.member_id, {})),
-                "member_type": CONSUMER_MEMBER_TYPE,
+                "member_type": CLASSIC_MEMBER_TYPE if m.uses_classic else CONSUMER_MEMBER_TYPE,
             }
             for m in iter_members(group)
         ],

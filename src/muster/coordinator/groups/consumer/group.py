@@ -148,6 +148,7 @@ def member_metadata_record(group_id: str, m: ConsumerMember) -> tuple[object, ob
             subscribed_topic_regex=m.subscribed_topic_regex or None,
             rebalance_timeout_ms=m.rebalance_timeout_ms,
             server_assignor=m.server_assignor,
+            classic_member_metadata=m.classic,
         ),
     )
 
@@ -276,6 +277,7 @@ def _apply_member_metadata(group: ConsumerGroup, member_id: str, value: object |
             subscribed_topic_regex=v.subscribed_topic_regex or "",
             rebalance_timeout_ms=v.rebalance_timeout_ms,
             server_assignor=v.server_assignor,
+            classic=v.classic_member_metadata,
         )
     )
 

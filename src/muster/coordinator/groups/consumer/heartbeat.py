@@ -21,13 +21,13 @@ only when it changed or the request was a full one, as Kafka's does.
 from __future__ import annotations
 
 import dataclasses
-import re
 from functools import partial
 
 from muster.assignors.consumer.registry import ASSIGNORS
 from muster.coordinator import errors as E
 from muster.coordinator import events_consumer as ce
-from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.context import Effects, pending_key
+from muster.coordinator.groups.consumer import migration
 from muster.coordinator.groups.consumer import regex as regexes
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeat,
@@ -38,7 +38,6 @@ from muster.coordinator.groups.consumer.group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
-    apply,
     current_assignment_record,
     epoch_record,
     member_metadata_record,
@@ -49,112 +48,23 @@ from muster.coordinator.groups.consumer.group import (
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState, Partitions
 from muster.coordinator.groups.consumer.reconcile import FencedMemberEpoch, reconcile
 from muster.coordinator.groups.consumer.target import SubscribedTopic, TargetMember, build_target
+from muster.coordinator.groups.consumer.validate import Reject, check_epoch, validate
+from muster.coordinator.groups.consumer.writes import (
+    join_timer,
+    revocation_key,
+    session_key,
+    sync_timer,
+    write,
+)
 from muster.coordinator.groups.store import GroupStore
-from muster.records.consumer_group_records import consumer_group_record
 from muster.records.offsets_topic import GroupMetadataKey, encode_key
-
-
-class Reject(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def session_key(group_id: str, member_id: str) -> TimerKey:
-    return TimerKey("consumer-session", group_id, member_id)
-
-
-def revocation_key(group_id: str, member_id: str) -> TimerKey:
-    return TimerKey("consumer-revocation", group_id, member_id)
-
-
-def write(store: GroupStore, fx: Effects, key: object, value: object | None) -> None:
-    """Append one ConsumerGroup* record and apply it now, remembering the
-    group as it was before this step (restored if the append fails)."""
-    group_id: str = key.group_id  # type: ignore[attr-defined]
-    if group_id not in fx.undo:
-        before = store.consumer.get(group_id)
-        fx.undo[group_id] = None if before is None else before.copy()
-    fx.record(consumer_group_record(key, value))
-    apply(store.consumer, key, value)
-
-
-# ---- validation ----------------------------------------------------------------
-
-
-def _validate(store: GroupStore, req: ConsumerGroupHeartbeat) -> None:
-    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-    if req.instance_id == "":
-        raise Reject(E.INVALID_REQUEST, "InstanceId can't be empty.")
-    if req.rack_id == "":
-        raise Reject(E.INVALID_REQUEST, "RackId can't be empty.")
-    epoch = req.member_epoch
-    if epoch > 0 or epoch == LEAVE_EPOCH or (epoch == 0 and req.api_version >= 1):
-        if not req.member_id:
-            raise Reject(E.INVALID_REQUEST, "MemberId can't be empty.")
-    if epoch == 0:
-        if req.rebalance_timeout_ms == -1:
-            raise Reject(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
-        if req.owned is None or req.owned:
-            raise Reject(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-            raise Reject(
-                E.INVALID_REQUEST,
-                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
-            )
-    elif epoch == STATIC_LEAVE_EPOCH:
-        if not req.member_id:
-            raise Reject(E.INVALID_REQUEST, "MemberId can't be empty.")
-        if req.instance_id is None:
-            raise Reject(E.INVALID_REQUEST, "InstanceId can't be null.")
-    elif epoch < LEAVE_EPOCH:
-        raise Reject(E.INVALID_REQUEST, "MemberEpoch is invalid.")
-    if req.subscribed_topic_regex:  # librdkafka sends "" for no regex
-        try:
-            re.compile(req.subscribed_topic_regex)
-        except re.error as exc:
-            raise Reject(
-                E.INVALID_REGULAR_EXPRESSION,
-                f"SubscribedTopicRegex {req.subscribed_topic_regex!r} is invalid: {exc}",
-            ) from None
-    known = [a for a in store.cfg.consumer_assignors if a in ASSIGNORS]
-    if req.server_assignor is not None and req.server_assignor not in known:
-        raise Reject(
-            E.UNSUPPORTED_ASSIGNOR,
-            f"ServerAssignor {req.server_assignor} is not supported. "
-            f"Supported assignors: {', '.join(known)}.",
-        )
-
-
-def _check_epoch(member: ConsumerMember, req: ConsumerGroupHeartbeat) -> None:
-    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
-    got = req.member_epoch
-    if got > member.member_epoch or (
-        got < member.member_epoch
-        and (got != member.previous_member_epoch or not _subset(req.owned, member.assigned))
-    ):
-        which = "greater" if got > member.member_epoch else "smaller"
-        raise Reject(
-            E.FENCED_MEMBER_EPOCH,
-            f"The consumer group member has a {which}"
-            f" member epoch ({got}) than the one known by the group coordinator "
-            f"({member.member_epoch}). The member must abandon all its partitions and rejoin.",
-        )
-
-
-def _subset(owned: TopicPartitionList | None, assigned: Partitions) -> bool:
-    if owned is None:
-        return False
-    return all(set(parts) <= assigned.get(topic, frozenset()) for topic, parts in owned)
-
 
 # ---- the handler ----------------------------------------------------------------
 
 
 def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupHeartbeat) -> None:
     try:
-        _validate(store, req)
+        validate(store, req)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             resp = _leave(store, fx, req)
         else:
@@ -177,11 +87,13 @@ def _answer(rid: int, resp: ConsumerGroupHeartbeatResponse, error: int, fx: Effe
 
 def _consumer_group(store: GroupStore, fx: Effects, req: ConsumerGroupHeartbeat) -> ConsumerGroup:
     """Kafka's getOrMaybeCreateConsumerGroup: an empty classic group of that id
-    is deleted when a member joins."""
+    is deleted when a member joins, a live one is upgraded (`migration.py`)."""
     group = store.consumer.get(req.group_id)
     if group is not None:
         return group
     classic = store.get(req.group_id)
+    if classic is not None and classic.members and req.member_epoch == 0:
+        return migration.upgrade(store, fx, classic, req.topics)
     if classic is not None and (classic.members or req.member_epoch != 0):
         raise Reject(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
     if req.member_epoch != 0:
@@ -189,6 +101,8 @@ def _consumer_group(store: GroupStore, fx: Effects, req: ConsumerGroupHeartbeat)
     if classic is not None:
         if store.persisted(req.group_id) is not None:
             fx.record((encode_key(GroupMetadataKey(req.group_id)), None))
+        for pending in classic.pending_members:  # asked for a member id, never joined
+            fx.cancel(pending_key(req.group_id, pending))
         store.remove(req.group_id)
     return ConsumerGroup(req.group_id)
 
@@ -233,7 +147,7 @@ def _heartbeat(
     if req.member_epoch > 0:
         if known is None:
             raise Reject(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {gid}.")
-        _check_epoch(known, req)
+        check_epoch(known, req)
 
     # 1. the member ------------------------------------------------------------
     if replacing is not None:
@@ -349,6 +263,7 @@ def _metadata(m: ConsumerMember) -> tuple[object, ...]:
         m.subscribed_topic_regex,
         m.rebalance_timeout_ms,
         m.server_assignor,
+        m.classic,
     )
 
 
@@ -537,8 +452,15 @@ def fence(
     """Kafka's consumerGroupFenceMember: the member's records go, the group's
     subscription metadata follows and its epoch moves. Without the broker's
     topics (a timer) the group's own metadata stands in: the remaining
-    members subscribe to a part of it."""
+    members subscribe to a part of it. When only classic-protocol members
+    remain, the group is downgraded instead (`migration.py`)."""
     gid = group.group_id
+    for key in (join_timer, sync_timer):
+        fx.cancel(key(gid, member.member_id))
+    store.classic_join_due.pop((gid, member.member_id), None)
+    if migration.should_downgrade(store, group, member):
+        migration.downgrade(store, fx, group, member, cause)
+        return
     for key, value in removal_records(gid, member.member_id):
         write(store, fx, key, value)
     group = store.consumer[gid]

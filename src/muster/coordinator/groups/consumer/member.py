@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from muster.records.consumer_group_records import ClassicMemberMetadata
+
 TopicId = uuid.UUID
 # topic id -> partition indexes; treated as immutable
 Partitions = Mapping[TopicId, frozenset[int]]
@@ -53,6 +55,13 @@ class ConsumerMember:
     server_assignor: str | None = None
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    # a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat):
+    # its session timeout and JoinGroup protocols; None for a consumer-protocol one
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def with_epoch(self, epoch: int, **changes: object) -> ConsumerMember:
         """Kafka's updateMemberEpoch: the old epoch becomes the previous one."""

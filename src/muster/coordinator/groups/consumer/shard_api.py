@@ -11,8 +11,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from muster.coordinator import errors as E
+from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.groups.classic.group import ClassicGroup
+from muster.coordinator.groups.classic.members import schedule_heartbeat
+from muster.coordinator.groups.consumer import classic_members
 from muster.coordinator.groups.consumer import heartbeat as hb
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupDescribe,
@@ -21,7 +25,7 @@ from muster.coordinator.groups.consumer.api import (
 )
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
 from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
-from muster.coordinator.groups.consumer.member import MemberState
+from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
     RECORD_TYPES,
@@ -32,7 +36,8 @@ from muster.records.consumer_group_records import (
     decode_consumer_group_value,
 )
 
-TIMER_KINDS = ("consumer-session", "consumer-revocation")
+CLASSIC_TIMER_KINDS = ("heartbeat", "pending", "join", "sync")
+TIMER_KINDS = ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync")
 
 
 def is_consumer_record(key: bytes) -> bool:
@@ -57,6 +62,9 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
     leave or expiry removed is back (it gets a full session again, as after
     a load); a revocation timer only for a member still revoking."""
     for key in armed:
+        if key.kind in CLASSIC_TIMER_KINDS and key.group_id in group_ids:
+            if store.get(key.group_id) is None:  # a failed downgrade's classic group
+                fx.cancel(key)
         if key.kind in TIMER_KINDS and key.group_id in group_ids:
             group = store.consumer.get(key.group_id)
             member = None if group is None else group.members.get(key.member_id)
@@ -65,11 +73,14 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
                 fx.cancel(key)
     have = {(k.kind, k.group_id, k.member_id) for k in armed}
     for group_id in sorted(group_ids):
+        classic = store.get(group_id)
+        if group_id not in store.consumer and classic is not None:
+            for member in classic.members.values():  # a failed upgrade: classic again
+                schedule_heartbeat(classic, member, fx)
         group = store.consumer.get(group_id)
         for m in [] if group is None else group.members.values():
             if ("consumer-session", group_id, m.member_id) not in have:
-                session_ms = store.cfg.consumer_session_timeout_ms
-                fx.schedule(hb.session_key(group_id, m.member_id), fx.now + session_ms)
+                fx.schedule(hb.session_key(group_id, m.member_id), fx.now + session_ms(store, m))
             revoking = m.state is MemberState.UNREVOKED_PARTITIONS
             if revoking and ("consumer-revocation", group_id, m.member_id) not in have:
                 fx.schedule(
@@ -91,12 +102,20 @@ def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
 
 
 def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | None]) -> None:
-    """Put the groups back as they were before a write whose append failed."""
+    """Put the groups back as they were before a write whose append failed:
+    a consumer group as it was, or the classic group a failed upgrade
+    replaced; a classic group a failed downgrade made goes."""
     for group_id, before in undo.items():
-        if before is None:
+        if isinstance(before, ClassicGroup):
+            store.consumer.pop(group_id, None)
+            store.groups[group_id] = before
+        elif before is None:
             store.consumer.pop(group_id, None)
         else:
             store.consumer[group_id] = before.copy()
+            classic = store.get(group_id)
+            if classic is not None and classic.members:
+                store.remove(group_id)
 
 
 def heartbeat(
@@ -126,6 +145,8 @@ def on_timer(store: GroupStore, fx: Effects, key: TimerKey) -> bool:
         hb.on_session_timer(store, fx, key.group_id, key.member_id)
     elif key.kind == "consumer-revocation":
         hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
+    elif key.kind in ("consumer-join", "consumer-sync"):
+        classic_members.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
     else:
         return False
     return True
@@ -138,7 +159,7 @@ def arm_timers(store: GroupStore, fx: Effects) -> None:
         for m in group.members.values():
             fx.schedule(
                 hb.session_key(group.group_id, m.member_id),
-                fx.now + store.cfg.consumer_session_timeout_ms,
+                fx.now + session_ms(store, m),
             )
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 fx.schedule(
@@ -158,6 +179,8 @@ def validate_commit(store: GroupStore, group: ConsumerGroup, req: Any) -> int | 
     member = group.members.get(req.member_id)
     if member is None:
         return E.UNKNOWN_MEMBER_ID
+    if member.uses_classic:  # a classic client commits with its generation
+        return None if req.generation_id == member.member_epoch else E.ILLEGAL_GENERATION
     if getattr(req, "api_version", 9) < 9:
         return E.UNSUPPORTED_VERSION
     if req.generation_id != member.member_epoch:
@@ -191,18 +214,33 @@ def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
     return E.NONE
 
 
-def classic_join_allowed(store: GroupStore, fx: Effects, group_id: str) -> bool:
-    """A classic JoinGroup for a consumer group: an empty one is dropped (its
-    records tombstoned, its offsets kept) and the classic group starts, as
-    Kafka's offline downgrade does; a live one refuses (classic members inside
-    a consumer group are not served yet)."""
-    group = store.consumer.get(group_id)
+def classic_request(store: GroupStore, fx: Effects, rid: int, req: Any) -> bool:
+    """A classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup for a consumer
+    group is served by `classic_members` (True). A JoinGroup for an empty one
+    drops it (its records tombstoned, its offsets kept) and the classic group
+    starts, as Kafka's offline downgrade does (False: the classic path goes on)."""
+    group = store.consumer.get(req.group_id)
     if group is None:
-        return True
-    if group.members:
         return False
-    _tombstones(store, fx, group)
+    if isinstance(req, rq.JoinGroup):
+        if not group.members:
+            _tombstones(store, fx, group)
+            return False
+        classic_members.join(store, fx, rid, req)
+    elif isinstance(req, rq.SyncGroup):
+        classic_members.sync(store, fx, rid, req)
+    elif isinstance(req, rq.Heartbeat):
+        classic_members.heartbeat(store, fx, rid, req)
+    else:
+        classic_members.leave(store, fx, rid, req)
     return True
+
+
+def session_ms(store: GroupStore, m: ConsumerMember) -> int:
+    """A classic member's session is its JoinGroup's; others the broker's."""
+    if m.classic is not None:
+        return m.classic.session_timeout_ms
+    return store.cfg.consumer_session_timeout_ms
 
 
 def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
