@@ -8,8 +8,10 @@ word. Here the failure is one log line that says what was seen.
 
 A TLS connection is a `TlsStream` (tls_stream.py): muster's own buffered
 protocol over the TCP transport, which decrypts each request straight into
-its frame (asyncio's TLS layer cost about a third more broker CPU per
-100k x 1 KiB produced; bench/README.md, security.py).
+its frame (0.02-0.06 s less broker CPU per 100k x 1 KiB produced than
+asyncio's TLS transport; bench/README.md, security.py). It is TLS from the
+first byte, so a ClientHello that arrives before the handshake starts is
+not lost (on uvloop, `start_tls` lost it and every TLS client timed out).
 """
 
 from __future__ import annotations
