@@ -29,6 +29,12 @@ log = logging.getLogger("muster.broker")
 
 Accept = Callable[[Any, Any], Awaitable[None]]
 
+# Ciphertext a TLS connection holds undecrypted before it stops reading the
+# socket. Small on purpose: OpenSSL's memory BIO moves its unread bytes to the
+# front on every write, so a megabyte backlog costs a megabyte memmove per
+# receive; the kernel's socket buffer holds a backlog for free.
+TLS_BACKLOG = 256 * 1024
+
 # asyncio's default ssl_handshake_timeout
 HANDSHAKE_TIMEOUT_S = 60.0
 
@@ -45,8 +51,7 @@ async def start_listener(
     if tls is None:
         return await asyncio.start_server(accept, sock=sock, limit=limit)
     loop = asyncio.get_running_loop()
-    # the StreamReader's pause point: twice its limit
-    return await loop.create_server(lambda: TlsStream(tls, accept, 2 * limit), sock=sock)
+    return await loop.create_server(lambda: TlsStream(tls, accept, TLS_BACKLOG), sock=sock)
 
 
 async def tls_handshake(writer: TlsStream, listener: str, peer: str) -> bool:

@@ -13,9 +13,10 @@ asked for, straight into the buffer that becomes the frame: one C call per
 record and nothing else. A frame is handed over when it is complete, so a
 1 MB request wakes its reader once, not once per receive.
 
-Ciphertext nobody asks for yet (the connection is blocked on answers owed)
-stays in the BIO; past `limit` bytes the transport stops reading until the
-reader catches up, as a StreamReader pauses at twice its limit.
+Ciphertext nobody asks for yet (a handler is running, or the connection is
+blocked on answers owed) stays in the BIO; past `limit` bytes the transport
+stops reading until the reader catches up (listen.py's TLS_BACKLOG says why
+that limit is small).
 """
 
 from __future__ import annotations
