@@ -51,8 +51,9 @@ USER, PASSWORD = "bench", "bench-secret"
 TARGET = 0.70
 
 
-def start(certs: Path) -> tuple[Broker, dict[str, str]]:
-    """A muster with both listeners; returns it and listener -> bootstrap."""
+def start(certs: Path, extra: list[str]) -> tuple[Broker, dict[str, str]]:
+    """A muster with both listeners (plus `extra` KEY=VALUE settings); returns
+    it and listener -> bootstrap."""
     host = "127.0.0.1"
     ports = {name: free_port(host) for name in LISTENERS}
     data_dir = temp_data_dir("muster-bench-security-")
@@ -65,6 +66,8 @@ def start(certs: Path) -> tuple[Broker, dict[str, str]]:
     argv = [sys.executable, "-m", "muster", "serve", "--data-dir", str(data_dir)]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
+    for setting in extra:
+        argv += ["--set", setting]
     broker = Broker(
         name="muster",
         argv=argv,
@@ -114,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting, e.g. muster.event.loop=uvloop (repeatable)",
+    )
     args = ap.parse_args(argv)
     common.install_signal_handlers()
     counts = {1024: 10_000, 100: 20_000} if args.quick else {1024: 100_000, 100: 200_000}
@@ -123,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="muster-bench-certs-") as tmp:
         certs = make_certs(Path(tmp))
         for run in range(args.runs):
-            broker, bootstrap = start(certs)
+            broker, bootstrap = start(certs, args.set)
             try:
                 order = LISTENERS if run % 2 == 0 else LISTENERS[::-1]
                 for listener in order:

@@ -14,6 +14,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support.brokers import MusterProcess, peer_closed
+from tests.support.security import librdkafka_conf, secured_settings
 from tests.wire.clients import create_topic
 
 
@@ -56,6 +57,48 @@ def test_uvloop_broker_serves_produce_group_fetch_commit_and_idle_close(tmp_path
         log = broker.log_text()
         assert "idle for 2s" in log  # 1.5 s, as the log line rounds it
         assert "Traceback" not in log
+    finally:
+        broker.close()
+
+
+def test_uvloop_broker_serves_tls_listeners(tmp_path: Path, certs: Path) -> None:
+    # On uvloop a TLS listener once lost the ClientHello that arrived before
+    # the handshake began: every TLS client timed out in its handshake.
+    broker = MusterProcess(
+        tmp_path / "data",
+        secured_settings(certs, **{"muster.event.loop": "uvloop"}),
+        {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_SSL": "SASL_SSL"},
+    ).start()
+    try:
+        create_topic(broker.bootstrap, "tls-loop")
+        sasl = librdkafka_conf(certs, "PLAIN", "alice", "alice-secret")
+        producer = Producer({**sasl, "bootstrap.servers": broker.address("SASL_SSL")})
+        payload = bytes(range(256)) * 4
+        for i in range(2000):
+            producer.produce("tls-loop", payload, key=str(i).encode())
+        assert producer.flush(30) == 0
+        mutual = librdkafka_conf(certs, None, cert="alice")
+        consumer = Consumer(
+            {
+                **mutual,
+                "bootstrap.servers": broker.address("SSL"),
+                "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.subscribe(["tls-loop"])
+            keys: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(keys) < 2000 and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and msg.error() is None:
+                    assert msg.value() == payload
+                    keys.append(msg.key())
+            assert keys == [str(i).encode() for i in range(2000)]
+        finally:
+            consumer.close()
+        assert "Traceback" not in broker.log_text()
     finally:
         broker.close()
 

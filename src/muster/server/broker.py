@@ -34,6 +34,7 @@ from muster.server.startup import (
     listen_failed,
 )
 from muster.server.state import BrokerState, DataNotifier, ProducerIdAllocator
+from muster.server.tls_stream import TlsStream
 
 if TYPE_CHECKING:
     from muster.server.metrics import BrokerMetrics
@@ -94,7 +95,7 @@ class Broker:
                 li = served.listener
                 try:
                     server = await start_listener(
-                        partial(self._accept, served), sock, 1 << 20, served.ssl is not None
+                        partial(self._accept, served), sock, 1 << 20, served.ssl
                     )
                 except OSError as exc:
                     # SO_REUSEADDR lets two sockets bind one port while neither
@@ -207,8 +208,8 @@ class Broker:
     async def _accept(
         self,
         served: ServedListener,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader | TlsStream,
+        writer: asyncio.StreamWriter | TlsStream,
     ) -> None:
         assert self.state is not None
         peer = writer.get_extra_info("peername")
@@ -222,8 +223,8 @@ class Broker:
         assert task is not None
         self._connections.add(task)
         try:
-            if served.ssl is not None and not await tls_handshake(
-                writer, served.ssl, served.listener.name, _address(peer)
+            if isinstance(writer, TlsStream) and not await tls_handshake(
+                writer, served.listener.name, _address(peer)
             ):
                 return
             principal = "User:ANONYMOUS"

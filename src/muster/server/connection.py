@@ -31,6 +31,7 @@ from muster.server.clock import now_ms
 from muster.server.handlers.api_versions import supported_versions
 from muster.server.listen import looks_like_tls
 from muster.server.state import BrokerState, RequestContext
+from muster.server.tls_stream import TlsStream
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,8 @@ class Connection:
         self,
         state: BrokerState,
         table: dict[int, ApiEntry],
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader | TlsStream,
+        writer: asyncio.StreamWriter | TlsStream,
         session: Session | None = None,
     ) -> None:
         self.state = state
@@ -197,7 +198,7 @@ class Connection:
             self._expired = f"request of {self._size} bytes not received within {self._idle_s:.0f}s"
         task.cancel()
 
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytes | memoryview) -> None:
         session = self.session
         if session.raw_tokens:
             self._raw_token(frame)
@@ -312,9 +313,9 @@ class Connection:
             log.info("closing connection from %s: %s", self.peer, self.session.close_after_answer)
             self.writer.close()
 
-    def _raw_token(self, frame: bytes) -> None:
+    def _raw_token(self, frame: bytes | memoryview) -> None:
         """After a v0 SaslHandshake: a bare SASL token in, a bare token out."""
-        error, _message, reply, _lifetime = self.session.authenticate(frame, now_ms())
+        error, _message, reply, _lifetime = self.session.authenticate(bytes(frame), now_ms())
         if error:
             raise ProtocolViolation(f"authentication failed: {self.session.close_after_answer}")
         self.writer.write(_LENGTH.pack(len(reply)) + reply)

@@ -1,19 +1,17 @@
 """Accepting connections: the stream protocol every listener serves, and the
 TLS handshake a TLS listener runs on each connection before its first frame.
 
-A TLS listener accepts plain TCP and upgrades each connection itself
-(`StreamWriter.start_tls`) rather than handing `ssl=` to `start_server`:
-asyncio reports a failed server-side handshake only in debug mode, so a
-plaintext client on a TLS port would be closed without a word. Here the
-failure is one log line that says what was seen.
+A TLS listener runs each connection's handshake itself rather than handing
+`ssl=` to `start_server`: asyncio reports a failed server-side handshake only
+in debug mode, so a plaintext client on a TLS port would be closed without a
+word. Here the failure is one log line that says what was seen.
 
-TLS connections read through a buffered protocol: asyncio's TLS layer then
-decrypts every record into one reused buffer (`SSLObject.read(n, buffer)`)
-instead of allocating a 256 KiB bytes object per record and joining them.
-librdkafka writes a produce request as one TLS record per buffer segment, so
-a 1 KiB-message batch arrives as thousands of records of 20 B to 16 KiB. This
-took about 0.03 s off the ~0.16 s of broker CPU that TLS adds per 100k x 1 KiB
-produced (bench/README.md, security.py).
+A TLS connection is a `TlsStream` (tls_stream.py): muster's own buffered
+protocol over the TCP transport, which decrypts each request straight into
+its frame (0.02-0.06 s less broker CPU per 100k x 1 KiB produced than
+asyncio's TLS transport; bench/README.md, security.py). It is TLS from the
+first byte, so a ClientHello that arrives before the handshake starts is
+not lost (on uvloop, `start_tls` lost it and every TLS client timed out).
 """
 
 from __future__ import annotations
@@ -23,54 +21,44 @@ import logging
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+from muster.server.tls_stream import TlsStream
 
 log = logging.getLogger("muster.broker")
 
-Accept = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+Accept = Callable[[Any, Any], Awaitable[None]]
 
-_READ_CHUNK = 256 * 1024  # as asyncio's own TLS read size
+# Ciphertext a TLS connection holds undecrypted before it stops reading the
+# socket. Small on purpose: OpenSSL's memory BIO moves its unread bytes to the
+# front on every write, so a megabyte backlog costs a megabyte memmove per
+# receive; the kernel's socket buffer holds a backlog for free.
+TLS_BACKLOG = 256 * 1024
+
+# asyncio's default ssl_handshake_timeout
+HANDSHAKE_TIMEOUT_S = 60.0
 
 # The first bytes a TLS client sends: a handshake record (0x16) of TLS 1.x (0x03).
 _TLS_RECORD_START = (0x16, 0x03)
 
 
-class _BufferedStreamProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
-    """A StreamReaderProtocol that receives into one reused buffer; the stream
-    reader copies each chunk into its own buffer, as it does with `data_received`."""
-
-    def __init__(self, reader: asyncio.StreamReader, accept: Accept) -> None:
-        super().__init__(reader, accept)
-        self._chunk = memoryview(bytearray(_READ_CHUNK))
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._chunk
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self._chunk[:nbytes])
-
-
 async def start_listener(
-    accept: Accept, sock: socket.socket, limit: int, tls: bool
+    accept: Accept, sock: socket.socket, limit: int, tls: ssl.SSLContext | None
 ) -> asyncio.base_events.Server:
     """Serve `sock`: each connection's reader and writer go to `accept` (which,
-    on a TLS listener, calls `tls_handshake` first)."""
-    if not tls:
+    on a TLS listener, gets one TlsStream as both and calls `tls_handshake`
+    first)."""
+    if tls is None:
         return await asyncio.start_server(accept, sock=sock, limit=limit)
     loop = asyncio.get_running_loop()
-
-    def factory() -> _BufferedStreamProtocol:
-        return _BufferedStreamProtocol(asyncio.StreamReader(limit=limit, loop=loop), accept)
-
-    return await loop.create_server(factory, sock=sock)
+    return await loop.create_server(lambda: TlsStream(tls, accept, TLS_BACKLOG), sock=sock)
 
 
-async def tls_handshake(
-    writer: asyncio.StreamWriter, context: ssl.SSLContext, listener: str, peer: str
-) -> bool:
-    """Upgrades an accepted connection to TLS; False (logged, closed) if the
-    handshake fails."""
+async def tls_handshake(writer: TlsStream, listener: str, peer: str) -> bool:
+    """Runs the TLS handshake of an accepted connection; False (logged,
+    closed) if it fails."""
     try:
-        await writer.start_tls(context)
+        await writer.handshake(HANDSHAKE_TIMEOUT_S)
         return True
     except ConnectionResetError as exc:
         # closed before a handshake finished: a port probe, or a client giving up
