@@ -36,6 +36,7 @@ from muster.coordinator.groups.consumer.group import (
     subscription_metadata_record,
 )
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
+from muster.coordinator.groups.consumer.writes import discard
 from muster.coordinator.groups.store import GroupStore
 from muster.protocol import consumer_protocol as cp
 
@@ -83,6 +84,7 @@ def join(store: GroupStore, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
     try:
         resp = _join(store, fx, req)
     except hb.Reject as r:
+        discard(store, fx)  # an error answer changes nothing, even after a static replacement
         fx.reply(rid, rs.JoinGroupResponse(r.code, member_id=req.member_id))
         return
     if resp.error_code != E.NONE or not fx.records:
