@@ -98,3 +98,28 @@ def test_no_static_downgrade_when_the_policy_allows_only_upgrades(
     _k, resp = _replace(h)
     assert resp.error_code == E.NONE
     assert G in h.shard.store.consumer and h.shard.group(G) is None
+
+
+def test_a_static_downgrade_while_partitions_move_rebalances(
+    make: Callable[..., Harness],
+) -> None:
+    h = make(group_initial_rebalance_delay_ms=DELAY)
+    _mixed(h)
+    c = Classic(h)
+    c.member_id = h.reply(h.send(c.join_request(require_known_member_id=True))).member_id
+    assert c.join().error_code == E.NONE  # a new target: a, b and s must give some up
+    _k, resp = _replace(h)
+    assert resp.error_code == E.NONE
+    classic = h.shard.group(G)
+    assert classic is not None and G not in h.shard.store.consumer
+    started = events(h, RebalanceStarted)[-1]
+    assert started.cause == ce.GROUP_DOWNGRADED_STATIC
+    assert classic.state.value == "PreparingRebalance"
+    # the classic group's assignments never give a partition to two members
+    held = [
+        cp.decode_assignment(m.assignment).partition_set() for m in classic.members.values()
+    ]
+    seen: set[tuple[str, int]] = set()
+    for parts in held:
+        assert not (parts & seen)
+        seen |= parts
