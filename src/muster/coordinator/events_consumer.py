@@ -110,6 +110,20 @@ class GroupDowngradedCause(Cause):
         return f"{who} left and the group was downgraded to a classic group"
 
 
+class StaticDowngradeCause(Cause):
+    code, starts_rebalances = "group_downgraded_static", True
+    words = (
+        "a classic static member replaced the last consumer-protocol static member (same"
+        " group.instance.id), and the group became a classic group (online downgrade)"
+    )
+
+    def started(self, member: str, reason: str | None) -> str:
+        return (
+            f"member {member} was replaced by a classic static member, the group was"
+            " downgraded to a classic group while members were still moving partitions"
+        )
+
+
 CONSUMER_MEMBER_JOINED = ConsumerMemberJoinedCause.code
 CONSUMER_MEMBER_REJOINED = ConsumerMemberRejoinedCause.code
 CONSUMER_MEMBER_LEFT = ConsumerMemberLeftCause.code
@@ -126,6 +140,7 @@ CLASSIC_JOIN_TIMEOUT = ClassicJoinTimeoutCause.code
 CLASSIC_SYNC_TIMEOUT = ClassicSyncTimeoutCause.code
 GROUP_UPGRADED = GroupUpgradedCause.code
 GROUP_DOWNGRADED = GroupDowngradedCause.code
+GROUP_DOWNGRADED_STATIC = StaticDowngradeCause.code
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from muster.coordinator.groups.consumer.group import (
     subscription_metadata_record,
 )
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
+from muster.coordinator.groups.consumer.writes import discard
 from muster.coordinator.groups.store import GroupStore
 from muster.protocol import consumer_protocol as cp
 
@@ -83,6 +84,7 @@ def join(store: GroupStore, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
     try:
         resp = _join(store, fx, req)
     except hb.Reject as r:
+        discard(store, fx)  # an error answer changes nothing, even after a static replacement
         fx.reply(rid, rs.JoinGroupResponse(r.code, member_id=req.member_id))
         return
     if resp.error_code != E.NONE or not fx.records:
@@ -123,6 +125,12 @@ def _join(store: GroupStore, fx: Effects, req: rq.JoinGroup) -> rs.JoinGroupResp
             E.INCONSISTENT_GROUP_PROTOCOL, "Malformed consumer protocol metadata."
         ) from None
     image = req.topics if req.topics is not None else group.topics
+    # Kafka decides on the group as it was before this join (its records
+    # apply later): the static member of this instance id is the one replaced
+    existing = None if req.group_instance_id is None else group.static_member(req.group_instance_id)
+    downgrade = existing is not None and mg.should_downgrade_replaced(
+        store, group, existing.member_id
+    )
     known = group.members.get(member_id)
     if known is not None and not known.uses_classic:
         raise hb.Reject(
@@ -178,8 +186,11 @@ def _join(store: GroupStore, fx: Effects, req: rq.JoinGroup) -> rs.JoinGroupResp
     after = hb.reconcile_member(store, fx, group, group.members[member_id], owned)
     store.classic_join_due.pop((gid, member_id), None)
     fx.cancel(hb.join_timer(gid, member_id))
-    fx.schedule(hb.session_key(gid, member_id), fx.now + req.session_timeout_ms)
-    fx.schedule(hb.sync_timer(gid, member_id), fx.now + max(req.rebalance_timeout_ms, 0))
+    if downgrade:  # the last consumer-protocol static member was replaced
+        mg.downgrade_replaced(store, fx, store.consumer[gid], existing.member_id)  # type: ignore[union-attr]
+    else:
+        fx.schedule(hb.session_key(gid, member_id), fx.now + req.session_timeout_ms)
+        fx.schedule(hb.sync_timer(gid, member_id), fx.now + max(req.rebalance_timeout_ms, 0))
     return rs.JoinGroupResponse(
         E.NONE,
         generation_id=after.member_epoch,

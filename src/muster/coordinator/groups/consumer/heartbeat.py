@@ -4,7 +4,11 @@ join (epoch 0), heartbeat (epoch > 0), leave (-1) and static leave (-2).
 A heartbeat validates everything first, then writes records one after the
 other through `write`, which applies each at once (see the README: apply at
 write time, the shard reverts the group if the append fails), so each step
-reads the group as the previous step left it:
+reads the group as the previous step left it. A check that can only be
+made after some records (a static member of the classic group an upgrade
+converted, a member reconciliation fences) answers an error that changes
+nothing: `discard` drops the records and puts the groups back, as Kafka's
+handler throws before its records are committed. The steps:
 
 1. the member: new, rejoining, a static replacement or known; its metadata
    record when it changed;
@@ -50,6 +54,7 @@ from muster.coordinator.groups.consumer.reconcile import FencedMemberEpoch, reco
 from muster.coordinator.groups.consumer.target import SubscribedTopic, TargetMember, build_target
 from muster.coordinator.groups.consumer.validate import Reject, check_epoch, validate
 from muster.coordinator.groups.consumer.writes import (
+    discard,
     join_timer,
     revocation_key,
     session_key,
@@ -70,6 +75,7 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ConsumerGrou
         else:
             resp = _heartbeat(store, fx, req)
     except Reject as r:
+        discard(store, fx)  # e.g. FENCED_MEMBER_EPOCH after the member's records
         fx.reply(rid, ConsumerGroupHeartbeatResponse(r.code, r.message))
         return
     if fx.records:
@@ -103,6 +109,7 @@ def _consumer_group(store: GroupStore, fx: Effects, req: ConsumerGroupHeartbeat)
             fx.record((encode_key(GroupMetadataKey(req.group_id)), None))
         for pending in classic.pending_members:  # asked for a member id, never joined
             fx.cancel(pending_key(req.group_id, pending))
+        fx.undo.setdefault(req.group_id, classic)  # back if the join fails
         store.remove(req.group_id)
     return ConsumerGroup(req.group_id)
 

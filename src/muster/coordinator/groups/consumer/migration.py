@@ -14,11 +14,14 @@ ClassicGroup.fromConsumerGroup), under `group.consumer.migration.policy`.
   and every other member speaks the classic protocol, the consumer group's
   records are tombstoned and a Stable classic group at the group epoch is
   stored, each member holding what it holds now (assigned or revoking; Kafka
-  writes its target, see `downgrade`); it then rebalances.
+  writes its target, see `downgrade`); it then rebalances. Likewise when a
+  classic static member replaces the last consumer-protocol static member
+  (same group.instance.id; `downgrade_replaced`), without a rebalance when
+  every member holds its target.
 
 Both write their records through `writes.write` (consumer records,
 applied at once) or the classic GroupMetadata record (applied once durable);
-a failed append restores the group as it was (`shard_api.revert`).
+a failed append restores the group as it was (`writes.revert`).
 """
 
 from __future__ import annotations
@@ -142,7 +145,7 @@ def upgrade(store: GroupStore, fx: Effects, classic: ClassicGroup, image: object
         fx.cancel(pending_key(gid, pending))
     fx.cancel(join_key(gid))
     fx.cancel(sync_key(gid))
-    # a failed append puts the classic group back (`shard_api.revert`)
+    # a failed append or an error answer puts the classic group back (`writes.revert`)
     fx.undo.setdefault(gid, classic)
     fx.record((encode_key(GroupMetadataKey(gid)), None))
     store.remove(gid)
@@ -210,16 +213,75 @@ def should_downgrade(store: GroupStore, group: ConsumerGroup, leaving: ConsumerM
     return store.cfg.downgrade_enabled and len(others) <= store.cfg.group_max_size
 
 
+def should_downgrade_replaced(store: GroupStore, group: ConsumerGroup, replaced_id: str) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static
+    member joins with the instance id of `replaced_id` (the group as it was
+    before that join) and every other member is classic."""
+    others = [m for mid, m in group.members.items() if mid != replaced_id]
+    if not all(m.uses_classic for m in others):
+        return False
+    return store.cfg.downgrade_enabled and len(group.members) <= store.cfg.group_max_size
+
+
 def downgrade(
     store: GroupStore, fx: Effects, group: ConsumerGroup, leaving: ConsumerMember, cause: str
 ) -> None:
     """Kafka's convertToClassicGroup after a member left: the consumer group's
     tombstones, the classic group's record, then a rebalance."""
     gid = group.group_id
+    kept = [m for mid, m in sorted(group.members.items()) if mid != leaving.member_id]
+    classic = _to_classic(store, fx, group, kept)
+    fx.emit(ce.ConsumerMemberRemoved(gid, leaving.member_id, leaving.instance_id, cause, fx.now))
+    fx.emit(
+        ce.ConsumerGroupConverted(
+            gid, "classic", group.epoch, len(kept), ce.GROUP_DOWNGRADED, leaving.member_id, fx.now
+        )
+    )
+    prepare_rebalance(store, classic, fx, ce.GROUP_DOWNGRADED, leaving.member_id)
+
+
+def downgrade_replaced(store: GroupStore, fx: Effects, group: ConsumerGroup, replaced: str) -> None:
+    """Kafka's convertToClassicGroup after a classic static member replaced
+    `replaced` (`group` is the group after the replacement's records, every
+    member classic): the classic group is Stable at the group epoch and no
+    rebalance starts, as in Kafka, when every member holds its target. Where
+    Kafka writes targets, a member here holds what it holds (see
+    `_to_classic`), so while a partition is still moving a rebalance starts
+    to hand it out (else no classic member would get it)."""
+    gid = group.group_id
+    members = [m for _, m in sorted(group.members.items())]
+    settled = all(
+        {t: ps for t, ps in group.targets.get(m.member_id, {}).items() if ps} == _held(m)
+        for m in members
+    )
+    classic = _to_classic(store, fx, group, members)
+    fx.emit(
+        ce.ConsumerGroupConverted(
+            gid, "classic", group.epoch, len(members), ce.GROUP_DOWNGRADED_STATIC, replaced, fx.now
+        )
+    )
+    if not settled:
+        prepare_rebalance(store, classic, fx, ce.GROUP_DOWNGRADED_STATIC, replaced)
+
+
+def _held(m: ConsumerMember) -> Partitions:
+    """What the member may hold now: assigned or still revoking."""
+    held = {
+        t: m.assigned.get(t, frozenset()) | m.pending_revocation.get(t, frozenset())
+        for t in m.assigned.keys() | m.pending_revocation.keys()
+    }
+    return {t: ps for t, ps in held.items() if ps}
+
+
+def _to_classic(
+    store: GroupStore, fx: Effects, group: ConsumerGroup, kept: list[ConsumerMember]
+) -> ClassicGroup:
+    """The consumer group's tombstones, then a Stable classic group of `kept`
+    at the group epoch, stored, its members' heartbeats armed."""
+    gid = group.group_id
     classic = ClassicGroup(gid, state=GroupState.STABLE, state_timestamp=fx.now)
     classic.generation = group.epoch
     classic.protocol_type = PROTOCOL_TYPE
-    kept = [m for mid, m in sorted(group.members.items()) if mid != leaving.member_id]
     for m in kept:
         meta: ClassicMemberMetadata = m.classic  # type: ignore[assignment]
         classic.add(
@@ -242,12 +304,10 @@ def downgrade(
         # rejoins must not think partitions free that the member still owns
         # (found by the simulation: a downgrade then an upgrade while a
         # classic member had yet to revoke gave its partitions away)
-        held = {
-            t: m.assigned.get(t, frozenset()) | m.pending_revocation.get(t, frozenset())
-            for t in m.assigned.keys() | m.pending_revocation.keys()
-        }
         member = classic.members[m.member_id]
-        member.assignment = encode_assignment(group, held, member.metadata(classic.protocol_name))
+        member.assignment = encode_assignment(
+            group, _held(m), member.metadata(classic.protocol_name)
+        )
     for mid in group.members:  # before the tombstones empty the group
         for key in (session_key, revocation_key, join_timer, sync_timer):
             fx.cancel(key(gid, mid))
@@ -257,13 +317,7 @@ def downgrade(
     store_group(classic, fx, None)
     for member in classic.members.values():
         schedule_heartbeat(classic, member, fx)
-    fx.emit(ce.ConsumerMemberRemoved(gid, leaving.member_id, leaving.instance_id, cause, fx.now))
-    fx.emit(
-        ce.ConsumerGroupConverted(
-            gid, "classic", group.epoch, len(kept), ce.GROUP_DOWNGRADED, leaving.member_id, fx.now
-        )
-    )
-    prepare_rebalance(store, classic, fx, ce.GROUP_DOWNGRADED, leaving.member_id)
+    return classic
 
 
 def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:

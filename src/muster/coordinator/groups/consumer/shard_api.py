@@ -7,14 +7,13 @@ both group types with little consumer-specific code of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
-from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.members import schedule_heartbeat
 from muster.coordinator.groups.consumer import classic_members
 from muster.coordinator.groups.consumer import heartbeat as hb
@@ -26,6 +25,7 @@ from muster.coordinator.groups.consumer.api import (
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
 from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
+from muster.coordinator.groups.consumer.writes import revert
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
     RECORD_TYPES,
@@ -99,23 +99,6 @@ def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
             w.reverted = True
             touched.update(w.undo)
     return touched
-
-
-def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | None]) -> None:
-    """Put the groups back as they were before a write whose append failed:
-    a consumer group as it was, or the classic group a failed upgrade
-    replaced; a classic group a failed downgrade made goes."""
-    for group_id, before in undo.items():
-        if isinstance(before, ClassicGroup):
-            store.consumer.pop(group_id, None)
-            store.groups[group_id] = before
-        elif before is None:
-            store.consumer.pop(group_id, None)
-        else:
-            store.consumer[group_id] = before.copy()
-            classic = store.get(group_id)
-            if classic is not None and classic.members:
-                store.remove(group_id)
 
 
 def heartbeat(

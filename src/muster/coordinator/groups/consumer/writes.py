@@ -1,10 +1,14 @@
 """How a consumer-group handler writes a record (applied at once, see the
-README) and names its timers."""
+README), how what it wrote is undone (a failed append, or a request that
+ends in an error), and how it names its timers."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from muster.coordinator.context import Effects, TimerKey
-from muster.coordinator.groups.consumer.group import apply
+from muster.coordinator.groups.classic.group import ClassicGroup
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import consumer_group_record
 
@@ -36,3 +40,35 @@ def write(store: GroupStore, fx: Effects, key: object, value: object | None) -> 
         fx.undo[group_id] = None if before is None else before.copy()
     fx.record(consumer_group_record(key, value))
     apply(store.consumer, key, value)
+
+
+def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | ClassicGroup | None]) -> None:
+    """Put the groups back as they were before a write: a consumer group as
+    it was, or the classic group an upgrade (or a join of an empty classic
+    group's id) replaced; a classic group a downgrade made goes."""
+    for group_id, before in undo.items():
+        if isinstance(before, ClassicGroup):
+            store.consumer.pop(group_id, None)
+            store.groups[group_id] = before
+        elif before is None:
+            store.consumer.pop(group_id, None)
+        else:
+            store.consumer[group_id] = before.copy()
+            classic = store.get(group_id)
+            if classic is not None and classic.members:
+                store.remove(group_id)
+
+
+def discard(store: GroupStore, fx: Effects) -> None:
+    """A request answered with an error changes nothing, as in Kafka, whose
+    handler throws before its records reach the log: its records, timer
+    changes and events are dropped and the groups it applied records to are
+    put back (the undo a failed append uses). `fx` must be the request's
+    own (the shard gives each request a fresh one). Replies already sent
+    stay: an upgrade that gets undone has answered the classic group's
+    parked JoinGroups, and those members rejoin (Kafka completes them too)."""
+    revert(store, fx.undo)
+    fx.undo.clear()
+    fx.records.clear()
+    fx.timers.clear()
+    fx.events.clear()
