@@ -36,14 +36,14 @@ CASES = [
 ]
 
 
-def build(records: int, size: int, keyed: bool) -> bytes:
+def build(records: int, size: int, keyed: bool, batch: int = BATCH) -> bytes:
     from muster.records.batch import Record, build_batch
 
     value = b"x" * size
     out = bytearray()
     ts = 1_700_000_000_000
-    for base in range(0, records, BATCH):
-        n = min(BATCH, records - base)
+    for base in range(0, records, batch):
+        n = min(batch, records - base)
         recs = [
             Record(b"%d" % (base + i) if keyed else None, value, timestamp=ts + i // 50)
             for i in range(n)
@@ -91,6 +91,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument(
+        "--batch", type=int, default=BATCH, help="records a batch (librdkafka's: ~9,000 of 100 B)"
+    )
     ap.add_argument("--worker", metavar="DATA", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -99,7 +102,7 @@ def main() -> int:
     trees = dict(t.split("=", 1) for t in args.tree)
     if len(trees) < 2:
         ap.error("give at least two --tree NAME=SRC")
-    data = {name: build(n, size, keyed) for name, n, size, keyed in CASES}
+    data = {name: build(n, size, keyed, args.batch) for name, n, size, keyed in CASES}
     results: dict[str, dict[str, list[float]]] = {t: {c[0]: [] for c in CASES} for t in trees}
     loads = []
     with tempfile.NamedTemporaryFile(suffix=".pickle") as f:
