@@ -181,7 +181,9 @@ RUNNERS = {
 }
 
 
-def run_all(b: common.Broker, counts: dict[int, int], runs: int, results: dict) -> None:
+def run_all(b: common.Broker, counts: dict[int, int], runs: int, results: dict, cpu: dict) -> None:
+    """Wall seconds into `results`, this process's CPU seconds (the client's
+    work, whichever machine load; the broker is another process) into `cpu`."""
     data_topic: dict[int, str] = {}
     for size in SIZES:
         topic = f"bench-ct-data-{size}-{uuid.uuid4().hex[:8]}"
@@ -199,14 +201,17 @@ def run_all(b: common.Broker, counts: dict[int, int], runs: int, results: dict) 
                     else:
                         topic = f"bench-ct-{client}-{size}-{uuid.uuid4().hex[:8]}"
                         create_topic(b.bootstrap, topic)
+                    cpu0 = time.process_time()
                     secs = RUNNERS[(kind, client)](b.bootstrap, topic, size, n)
+                    cpu[client][key(kind, size)].append(time.process_time() - cpu0)
                     if not b.alive():
                         raise RuntimeError(f"broker exited during {label(kind, size)}")
                     results[client][key(kind, size)].append(secs)
                     common.console.print(
                         f"[dim]run {run + 1}: {label(kind, size):<14} {client:<9} "
                         f"{n / secs:>12,.0f} msgs/s {n * size / secs / 1e6:>8.1f} MB/s "
-                        f"({secs:.2f} s)[/dim]"
+                        f"({secs:.2f} s, client CPU "
+                        f"{cpu[client][key(kind, size)][-1]:.2f} s)[/dim]"
                     )
 
 
@@ -229,11 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, list[float]]] = {
         c: {key(k, s): [] for k, s in cases} for c in CLIENTS
     }
+    cpu: dict[str, dict[str, list[float]]] = {c: {key(k, s): [] for k, s in cases} for c in CLIENTS}
     try:
         with common.running("muster") as b:
             common.console.print(f"[dim]muster broker on {b.bootstrap}[/dim]")
             try:
-                run_all(b, counts, args.runs, results)
+                run_all(b, counts, args.runs, results, cpu)
             except Exception as e:
                 raise RuntimeError(
                     f"{type(e).__name__}: {e}\nlast lines of {b.log_path}:\n{b.log_tail(15)}"
@@ -283,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             "counts": counts,
             "producer_conf": PRODUCER_CONF,
             "raw_seconds": results,
+            "client_cpu_seconds": cpu,
             "medians": summary,
             "ratios": {
                 key(k, s): common.ratio(

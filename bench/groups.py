@@ -720,11 +720,19 @@ def run_rest(
     ):
         if "commits" not in only:
             continue
+        cpu0 = common.cpu_seconds(b.proc.pid)  # type: ignore[union-attr]
         r = attempt(results, b.name, run_no, key, what, fn)
         if r is not None:
             n, el = r  # type: ignore[misc]
             results.add(b.name, key, n / el)
-            say(f"  {what:<30} {n / el:>9,.0f} commits/s ({n} in {el:.1f} s)")
+            # the broker's CPU per commit: unlike the rate, barely moved by the
+            # machine's load or the disk's fsync latency (raw figures only)
+            cpu_us = (common.cpu_seconds(b.proc.pid) - cpu0) / max(n, 1) * 1e6  # type: ignore[union-attr]
+            results.add(b.name, f"{key}-cpu-us", cpu_us)
+            say(
+                f"  {what:<30} {n / el:>9,.0f} commits/s ({n} in {el:.1f} s, "
+                f"{cpu_us:,.0f} us broker CPU each)"
+            )
     rate = None
     if "commit-20" in only:
         rate = attempt(

@@ -208,7 +208,9 @@ def run_broker_once(
                 if case.kind == "produce":
                     topic = f"bench-{case.key}-{uuid.uuid4().hex[:8]}"
                     create_topic(b.bootstrap, topic)
+                    cpu0 = common.cpu_seconds(b.proc.pid)  # type: ignore[union-attr]
                     secs = produce(b.bootstrap, topic, case.size, n, case.acks or "all")
+                    cpu = common.cpu_seconds(b.proc.pid) - cpu0  # type: ignore[union-attr]
                     hwm = high_watermark(b.bootstrap, topic)
                     if hwm != n:
                         # Not fatal: Tansu 0.6 is known to misreport ListOffsets latest.
@@ -217,13 +219,19 @@ def run_broker_once(
                     if case.acks == "all":
                         fetch_topic[case.size] = topic
                 else:
+                    cpu0 = common.cpu_seconds(b.proc.pid)  # type: ignore[union-attr]
                     secs = fetch(b.bootstrap, fetch_topic[case.size], case.size, n)
+                    cpu = common.cpu_seconds(b.proc.pid) - cpu0  # type: ignore[union-attr]
                 if not b.alive():
                     raise RuntimeError(f"broker exited during {case.label}")
                 results[name][case.key].append(secs)
+                # the broker's CPU seconds for the case: less moved by the machine's
+                # load than the wall time (raw figures only, under "<broker>-cpu")
+                results.setdefault(f"{name}-cpu", {}).setdefault(case.key, []).append(cpu)
                 common.console.print(
                     f"[dim]  {case.label:<24} {n / secs:>12,.0f} msgs/s "
-                    f"{n * case.size / secs / 1e6:>8.1f} MB/s ({secs:.2f} s)[/dim]"
+                    f"{n * case.size / secs / 1e6:>8.1f} MB/s ({secs:.2f} s, "
+                    f"broker CPU {cpu:.2f} s)[/dim]"
                 )
         except Exception as e:
             raise RuntimeError(

@@ -92,6 +92,31 @@ def confluent_read(bootstrap: str, topic: str, count: int, partitions: int) -> f
     return elapsed
 
 
+def tree_cpu(exclude: int) -> float:
+    """CPU seconds so far of this process and its descendants (Spark's JVM and
+    its Python workers, which Spark reuses between reads), less the broker
+    `exclude`: the read's cost, which a loaded machine moves far less than
+    its wall time."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid == exclude:
+            continue
+        try:
+            total += common.cpu_seconds(pid)
+        except OSError:
+            continue
+        todo += children.get(pid, [])
+    return total
+
+
 def spark_read(spark: object, bootstrap: str, topic: str, count: int) -> float:
     t0 = time.perf_counter()
     df = (
@@ -124,6 +149,7 @@ def main() -> None:
     spark = start_spark_session("muster-bench-spark")
     muster.spark.register(spark)
     results: dict[str, list[float]] = {"spark": [], "confluent": []}
+    cpu: dict[str, list[float]] = {"spark": [], "confluent": []}
     with common.running("muster") as broker:
         topic = "spark-bench"
         create_topic(broker.bootstrap, topic, args.partitions)
@@ -137,13 +163,18 @@ def main() -> None:
         for run in range(args.runs):
             order = ("spark", "confluent") if run % 2 == 0 else ("confluent", "spark")
             for name in order:
+                cpu0 = tree_cpu(broker.proc.pid)  # type: ignore[union-attr]
                 if name == "spark":
                     secs = spark_read(spark, broker.bootstrap, topic, args.records)
                 else:
                     secs = confluent_read(broker.bootstrap, topic, args.records, args.partitions)
                 rate = args.records / secs
                 results[name].append(rate)
-                common.console.print(f"run {run}: {name:9s} {rate:12,.0f} rows/s ({secs:.2f}s)")
+                cpu[name].append(tree_cpu(broker.proc.pid) - cpu0)  # type: ignore[union-attr]
+                common.console.print(
+                    f"run {run}: {name:9s} {rate:12,.0f} rows/s ({secs:.2f}s, "
+                    f"CPU {cpu[name][-1]:.2f}s)"
+                )
     spark.stop()  # type: ignore[attr-defined]
     med_spark = common.median(results["spark"])
     med_conf = common.median(results["confluent"])
@@ -151,7 +182,9 @@ def main() -> None:
     common.console.print(
         f"median over {args.runs} runs: spark {common.fmt_num(med_spark)} rows/s, "
         f"confluent-kafka {common.fmt_num(med_conf)} rows/s, "
-        f"ratio spark/confluent {common.fmt_num(ratio, 2)}"
+        f"ratio spark/confluent {common.fmt_num(ratio, 2)}; CPU seconds (this process, "
+        f"the JVM, the Python workers): spark {common.median(cpu['spark']):.2f}, "
+        f"confluent-kafka {common.median(cpu['confluent']):.2f}"
     )
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from muster.assignors import ASSIGNORS, Member, RebalanceProtocol, get
 from muster.assignors import range as range_
 from muster.assignors.cooperative_sticky import assign as cooperative
+from muster.assignors.registry import ASSIGNORS, Member, RebalanceProtocol, get
 from muster.assignors.roundrobin import assign as roundrobin
 from muster.assignors.sticky import assign as sticky
 

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muster.assignors import ASSIGNORS, GroupAssignment, Member
 from muster.assignors.cooperative_sticky import assign as cooperative
 from muster.assignors.model import member_order_key
 from muster.assignors.range import assign as range_assign
+from muster.assignors.registry import ASSIGNORS, GroupAssignment, Member
 from muster.assignors.roundrobin import assign as roundrobin
 from muster.assignors.sticky import assign as sticky
 

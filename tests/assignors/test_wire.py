@@ -19,7 +19,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as Kafka
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KafkaSubscription
 
 import muster.assignors
-from muster.assignors import ASSIGNORS, Member, perform_assignment, subscription_for
+from muster.assignors.registry import ASSIGNORS, Member, perform_assignment, subscription_for
 from muster.assignors.user_data import (
     decode_cooperative_user_data,
     decode_sticky_user_data,

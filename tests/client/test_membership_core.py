@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from muster.assignors import subscription_for
+from muster.assignors.registry import subscription_for
 from muster.client.core import GroupMembership, MemberState, Request
 from muster.client.errors import CommitFailedError, KafkaConnectionError
 from muster.protocol.codec import build, response_schema

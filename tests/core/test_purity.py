@@ -140,27 +140,12 @@ def test_layers_import_only_downwards() -> None:
     assert offences == {}
 
 
-# The assignors package's __init__ is its registry and imports the assignors,
-# which import the package's model: left for the server-side assignors work
-# going on in that package (see the report of issue 11).
-KNOWN_CYCLES = [
-    [
-        "muster.assignors",
-        "muster.assignors.cooperative_sticky",
-        "muster.assignors.range",
-        "muster.assignors.roundrobin",
-        "muster.assignors.sticky",
-        "muster.assignors.user_data",
-    ]
-]
-
-
 def test_no_module_level_import_cycle() -> None:
     """Importing a module runs its package's __init__ first, so a package
     that imports its own submodules eagerly cycles with each of them."""
     from tests.support.imports import cycles, graph
 
-    assert cycles(graph()) == KNOWN_CYCLES
+    assert cycles(graph()) == []
 
 
 def test_the_coordinator_core_has_no_import_cycle_even_lazily() -> None:

@@ -29,7 +29,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from muster.assignors import ASSIGNORS, RebalanceProtocol, perform_assignment, subscription_for
+from muster.assignors.registry import (
+    ASSIGNORS,
+    RebalanceProtocol,
+    perform_assignment,
+    subscription_for,
+)
 from muster.client.core.commits import OffsetCommits
 from muster.client.core.coordinator import CoordinatorLookup, checked_topics
 from muster.client.core.liveness import Liveness
