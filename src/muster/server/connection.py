@@ -285,17 +285,26 @@ class Connection:
             await asyncio.wait(before)
         try:
             payload = await entry.handler(ctx, request)
-            if payload is not None:  # None: acks=0 produce, Kafka sends nothing back
+            if payload is None:  # acks=0 produce, Kafka sends nothing back
+                pass
+            elif ctx.large_answer:
+                # a 100,000-entry answer takes the loop thread for a second to
+                # encode; in a worker thread the loop still gets the GIL every
+                # switch interval and serves the other connections meanwhile
+                answer.body = await asyncio.to_thread(
+                    encode_response_view, answer.api_key, answer.version, payload
+                )
+            else:
                 answer.body = encode_response_view(answer.api_key, answer.version, payload)
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug(
-                        "%s api=%d v%d corr=%d -> %.600s",
-                        self.peer,
-                        answer.api_key,
-                        answer.version,
-                        answer.correlation_id,
-                        _summary(payload),
-                    )
+            if payload is not None and log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "%s api=%d v%d corr=%d -> %.600s",
+                    self.peer,
+                    answer.api_key,
+                    answer.version,
+                    answer.correlation_id,
+                    _summary(payload),
+                )
         except asyncio.CancelledError:
             raise
         except Exception:
