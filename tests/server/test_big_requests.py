@@ -88,3 +88,26 @@ def test_other_connections_are_answered_while_a_100k_partition_request_is_worked
         assert _probe_answered_first(broker.port, 3, 12, _metadata(N))
     finally:
         broker.close()
+
+
+def test_a_large_undecodable_frame_is_closed_with_a_log_line(tmp_path: Path) -> None:
+    """Frames past 128 KiB are decoded in a worker thread: a bad one must still
+    end in a clean close and a log line, not a traceback or a hang."""
+    broker = MusterProcess(tmp_path / "data").start()
+    try:
+        frame = bytearray(encode_request(3, 12, 7, "test", _metadata(20_000)))
+        assert len(frame) > 128 * 1024
+        frame[-40:] = b"\xff" * 40  # the last topics run past the frame's end
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
+            sock.sendall(frame)
+            assert sock.recv(1024) == b""  # closed, no answer
+        deadline = time.monotonic() + 10
+        while "undecodable Metadata v12" not in broker.log_text():
+            assert time.monotonic() < deadline, broker.log_text()[-2000:]
+            time.sleep(0.1)
+        assert "Traceback" not in broker.log_text()
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
+            _send(sock, 18, 3, {"client_software_name": "p", "client_software_version": "1"})
+            assert _receive(sock, 18, 3).error_code == 0  # the broker serves on
+    finally:
+        broker.close()
