@@ -5,7 +5,7 @@
 Two brokers: one with Kafka's defaults, one with tight limits
 (`connections.max.idle.ms`=3000, `max.connections.per.ip`=50 with
 `max.connections.per.ip.overrides`=127.0.0.2:60, `max.connections`=110,
-`group.max.size`=3). Cases, each with its bound:
+`group.max.size`=3, `group.initial.rebalance.delay.ms`=1000). Cases, each with its bound:
 - `--idle` idle connections held open at once (the fd limit is raised to
   the hard limit first), then a fresh request still answered;
 - per-address and total connection caps: the connection past the cap is
@@ -55,6 +55,11 @@ TIGHT = {
     "max.connections.per.ip.overrides": "127.0.0.2:60",
     "max.connections": "110",
     "group.max.size": "3",
+    # the four joins of the group.max.size case meet in one rebalance: with no
+    # delay the first one found the group Empty and completed a generation
+    # alone, and the other three were then all admitted (Kafka's rule counts
+    # the members awaiting the join, and drops the one that does not rejoin)
+    "group.initial.rebalance.delay.ms": "1000",
 }
 HUGE_NAME = "t" * (1 << 20)
 
