@@ -146,9 +146,12 @@ class Figures:
     started_at: list[float] = field(default_factory=list)
     emptied: int = 0
     checked: int = 0
+    expiry_s: float = -1.0  # from the pass's start until the sampled groups were empty
 
 
-def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figures:
+def run(
+    groups: int, expiry_after_ms: int, probe_s: float, keep: bool, max_probe_s: float = 900.0
+) -> Figures:
     fig = Figures(records=groups * PARTS, groups=groups)
     data = common.temp_data_dir("muster-scale-")
     try:
@@ -202,10 +205,23 @@ def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figure
             m = wait_for_line(broker.log_path, LOADED_RE, 300, broker.proc)
             fig.loaded_log_ms = int(m.group(2))
             common.create_topic(broker.bootstrap, TOPIC, PARTS)
-            # commits and fetches of a live group while every loaded group expires
+            # commits and fetches of a live group while every loaded group expires:
+            # for probe_s at least, and on until the sampled groups are all empty
+            # (the pass is over) or max_probe_s
+            # the pass starts expiry_after_ms after the shards were loaded
+            expiry_started = t0 + fig.served_s + expiry_after_ms / 1000
+            sample = list(range(0, groups, max(1, groups // 200)))
+            pending = sorted(set(sample) | {groups - 1})
             n = 0
-            until = time.monotonic() + probe_s
-            while time.monotonic() < until:
+            now = time.monotonic()
+            until, give_up, next_check = now + probe_s, now + max_probe_s, now
+            while (now := time.monotonic()) < until or (pending and now < give_up):
+                if pending and now >= next_check:
+                    next_check = now + 1.0
+                    while pending and wire.fetch_offset(group_name(pending[0]), 0) == (0, -1):
+                        pending.pop(0)
+                    if not pending:
+                        fig.expiry_s = time.monotonic() - expiry_started
                 n += 1
                 started = time.perf_counter()
                 error = wire.commit("scale-live", n)
@@ -215,8 +231,7 @@ def run(groups: int, expiry_after_ms: int, probe_s: float, keep: bool) -> Figure
                     raise RuntimeError("live commit not read back")
                 fig.latencies_ms.append((time.perf_counter() - started) * 1000)
                 fig.started_at.append(time.time() - (time.perf_counter() - started))
-            sample_groups = range(0, groups, max(1, groups // 200))
-            for g in sample_groups:
+            for g in sample:
                 fig.checked += 1
                 if wire.fetch_offset(group_name(g), 0) == (0, -1):
                     fig.emptied += 1
@@ -240,6 +255,7 @@ def closing_line(fig: Figures) -> str:
         f"peak RSS {fig.peak_rss_mib:,.0f} MiB; expiry: longest request "
         f"{max(lat, default=0):.0f} ms, p99 {p99:.1f} ms, median "
         f"{statistics.median(lat) if lat else 0:.1f} ms over {len(lat):,} commit+fetch, "
+        f"pass over after {fig.expiry_s:.0f} s, "
         f"{fig.emptied}/{fig.checked} sampled groups emptied"
     )
 
@@ -257,11 +273,19 @@ def main(argv: list[str] | None = None) -> int:
         "--expiry-after-ms", type=int, default=30000, help="offsets.retention.check.interval.ms"
     )
     ap.add_argument("--probe-seconds", type=float, default=60.0, help="live requests timed for")
+    ap.add_argument(
+        "--max-probe-seconds",
+        type=float,
+        default=900.0,
+        help="probing goes on past --probe-seconds until the expiry pass is over, at most this",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     args = ap.parse_args(argv)
     common.install_signal_handlers()
     try:
-        fig = run(args.groups, args.expiry_after_ms, args.probe_seconds, args.keep)
+        fig = run(
+            args.groups, args.expiry_after_ms, args.probe_seconds, args.keep, args.max_probe_seconds
+        )
     finally:
         common.stop_all()
     print(f"slowest: {slowest(fig)}", flush=True)

@@ -26,6 +26,9 @@ class RequestContext:
     listener: str = ""  # the listener the request came in on (advertised back)
     principal: str = "User:ANONYMOUS"
     session: Any = None  # muster.security.session.Session of the connection
+    # set by a handler whose answer has thousands of entries (handlers/common.py
+    # Slices): the connection encodes it off the event loop
+    large_answer: bool = False
 
     @property
     def api_name(self) -> str:

@@ -116,7 +116,7 @@ class ShardRuntime:
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         # appended results in append order; each entry is [result, error or None
-        # while its fsync is outstanding]
+        # while its fsync is outstanding, what to run once it is done]
         self._writes: deque[list[Any]] = deque()
 
     # ---- lifecycle -----------------------------------------------------
@@ -198,11 +198,18 @@ class ShardRuntime:
             elif work.kind == "timer":
                 result = self.shard.on_timer(work.payload, now)
             elif work.kind == "background":
+                assert self.lane is not None
                 try:
                     result = self.shard.on_timer(work.payload, now)
-                finally:
-                    assert self.lane is not None
+                except BaseException:
                     self.lane.done()
+                    raise
+                # the lane is held until the step's tombstones are durable and
+                # applied: released at once, the next steps' appends piled up
+                # behind the flusher (a commit's fsync waited for all of them)
+                # and their completions ran back to back on the loop
+                self._apply(result, then=self.lane.done)
+                return
             elif work.kind == "delete_partitions":
                 result = self.shard.delete_partitions(work.payload, now)
             elif work.kind == "written":
@@ -218,7 +225,9 @@ class ShardRuntime:
             return
         self._apply(result)
 
-    def _apply(self, result: Result) -> None:
+    def _apply(self, result: Result, then: Callable[[], None] | None = None) -> None:
+        """Carries out one step's obligations; `then` runs once its write (if
+        any) is done, durable or failed, and applied."""
         for op in result.timers:
             self._set_timer(op)
         if result.events:
@@ -230,8 +239,10 @@ class ShardRuntime:
             self._reply(result.replies)
             if result.on_durable is not None:
                 self._queue.put_nowait(_Work("written", (result.on_durable, 0)))
+            if then is not None:
+                then()
             return
-        entry: list[Any] = [result, None]
+        entry: list[Any] = [result, None, then]
         self._writes.append(entry)
         try:
             now = self.clock()
@@ -283,13 +294,15 @@ class ShardRuntime:
         answer before an earlier one it depends on."""
         writes = self._writes
         while writes and writes[0][1] is not None:
-            result, error = writes.popleft()
+            result, error, then = writes.popleft()
             self._reply(result.replies)
             if result.on_durable is not None:
                 # The write is durable (or failed) now, so completing it here
                 # rather than behind queued work is only an earlier completion,
                 # which the core must accept anyway.
                 self._complete(result.on_durable, error)
+            if then is not None:
+                then()
 
     def _complete(self, token: Any, error: int) -> None:
         try:

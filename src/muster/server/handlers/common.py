@@ -8,9 +8,36 @@ from kio.schema.errors import ErrorCode
 
 from muster.log.manager import LogManager, valid_topic_name
 from muster.log.port import LogError
-from muster.server.state import BrokerState
+from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
+
+SLICE = 1000  # entries a handler works through between two turns of the loop
+
+
+class Slices:
+    """Lets a handler working through a huge request (ListOffsets or Fetch of
+    100,000 partitions, Metadata of 100,000 topics: seconds of work) give the
+    event loop back every SLICE entries, so other connections' requests are
+    answered meanwhile, as Kafka's other I/O threads would answer them. A
+    request that reaches a slice also gets its answer encoded off the loop.
+
+        if slices.due():
+            await asyncio.sleep(0)
+    """
+
+    __slots__ = ("ctx", "n")
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.n = 0
+
+    def due(self) -> bool:
+        self.n += 1
+        if self.n % SLICE:
+            return False
+        self.ctx.large_answer = True
+        return True
 
 
 def resolve_topic(state: BrokerState, name: str, auto_create: bool) -> ErrorCode:

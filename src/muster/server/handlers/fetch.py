@@ -21,6 +21,7 @@ from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.clock import now_ms
 from muster.server.fetch_sessions import FINAL_EPOCH, FetchPlan, plan_fetch
+from muster.server.handlers.common import Slices
 from muster.server.state import BrokerState, RequestContext
 
 READ_COMMITTED = 1
@@ -118,8 +119,13 @@ def _unchanged(state: BrokerState, name: str, cached: Any, committed: bool) -> b
     return offset >= (last_stable_offset(plog, visible) if committed else visible)
 
 
-def _collect(
-    state: BrokerState, req: Any, by_id: bool, plan: FetchPlan, denied: set[str]
+async def _collect(
+    state: BrokerState,
+    req: Any,
+    by_id: bool,
+    plan: FetchPlan,
+    denied: set[str],
+    slices: Slices,
 ) -> tuple[list[dict[str, Any]], int, bool, list[tuple[str, int]]]:
     ids = state.logs.names_by_id() if by_id else {}
     responses: list[dict[str, Any]] = []
@@ -133,6 +139,8 @@ def _collect(
     parts: list[dict[str, Any]] = []
     last_topic: Any = object()
     for topic, p in plan.reads:
+        if slices.due():
+            await asyncio.sleep(0)
         name = ids.get(topic, "") if by_id else topic
         if by_id and not name:
             entry, size, key = _error_entry(p.partition, ErrorCode.unknown_topic_id), 0, None
@@ -232,7 +240,8 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     min_bytes = max(1, req.min_bytes)
     denied = _denied(ctx, req, by_id, plan)
     while True:
-        responses, total, errors, watch = _collect(state, req, by_id, plan, denied)
+        slices = Slices(ctx)
+        responses, total, errors, watch = await _collect(state, req, by_id, plan, denied, slices)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or errors or remaining <= 0 or not watch:
             break

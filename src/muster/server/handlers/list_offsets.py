@@ -7,12 +7,14 @@ timestamp lookup finding a record at or past it answers no offset.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from muster.security.acl import Operation
 from muster.server import authz
+from muster.server.handlers.common import Slices
 from muster.server.handlers.fetch import READ_COMMITTED, last_stable_offset
 from muster.server.state import RequestContext
 
@@ -24,9 +26,12 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
     topics = []
     denied = authz.denied_topics(ctx, Operation.DESCRIBE, (t.name for t in req.topics))
+    slices = Slices(ctx)
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
+            if slices.due():
+                await asyncio.sleep(0)
             entry: dict[str, Any] = {
                 "partition_index": p.partition_index,
                 "error_code": ErrorCode.none,

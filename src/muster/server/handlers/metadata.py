@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import Any
@@ -11,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from muster.coordinator.topics import EVENTS_TOPIC
 from muster.security.acl import CLUSTER_NAME, Operation
 from muster.server import authz
-from muster.server.handlers.common import resolve_topic, shown
+from muster.server.handlers.common import Slices, resolve_topic, shown
 from muster.server.security import advertised_endpoint
 from muster.server.state import BrokerState, RequestContext
 
@@ -62,17 +63,24 @@ def brokers(state: BrokerState, listener: str = "") -> list[dict[str, Any]]:
 async def handle_metadata(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     requested = req.topics
+    slices = Slices(ctx)
     # v0 uses an empty list for "all topics"; v1+ uses null.
     if requested is None or (ctx.api_version == 0 and not requested):
         # a listing shows only what the principal may describe (not audited)
         names = [n for n in sorted(state.logs.topics()) if authz.topic(ctx, DESCRIBE, n, False)]
-        topics = [topic_entry(state, n, ErrorCode.none) for n in names]
+        topics = []
+        for n in names:
+            if slices.due():
+                await asyncio.sleep(0)
+            topics.append(topic_entry(state, n, ErrorCode.none))
     else:
         auto = bool(getattr(req, "allow_auto_topic_creation", True))
         by_id = {info.topic_id: n for n, info in state.logs.topics().items()}
         topics = []
         refused: list[str] = []
         for t in requested:
+            if slices.due():
+                await asyncio.sleep(0)
             name = t.name
             if name is None:
                 tid = getattr(t, "topic_id", None)
