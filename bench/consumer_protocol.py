@@ -309,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
                 figures[setup].setdefault(k, []).append(v)
     print(f"\nmedians of {args.runs} run(s), {args.members} members, {args.partitions} partitions")
     for title, keys in (
-        (f"+{args.added} partitions where asked", GROUP_KEYS),
+        (
+            "formation, join" + (f", +{args.added} partitions" if "added" in scenarios else ""),
+            GROUP_KEYS,
+        ),
         (f"scaling 1->{args.members}->1, step {args.step}", SCALING_KEYS),
     ):
         keys = tuple(k for k in keys if k in figures[setups[0]])
