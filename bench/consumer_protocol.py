@@ -310,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nmedians of {args.runs} run(s), {args.members} members, {args.partitions} partitions")
     for title, keys in (
         (
-            "formation, join" + (f", +{args.added} partitions" if "added" in scenarios else ""),
+            ", ".join(x for x in SCENARIOS[:3] if x in scenarios or x == "formation")
+            + (f" (+{args.added} partitions)" if "added" in scenarios else ""),
             GROUP_KEYS,
         ),
         (f"scaling 1->{args.members}->1, step {args.step}", SCALING_KEYS),
