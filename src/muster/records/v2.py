@@ -383,12 +383,14 @@ def _walk(
     column."""
     append = out.append
     new = _new
-    zz, zz2 = ZZ, ZZ2
+    zz, zz2, no_headers = ZZ, ZZ2, NO_HEADERS
     flat = cls is None
     if flat:  # columns: appended to directly, each field touched once
         o_app, k_app, v_app, h_app, t_app = [c.append if c is not None else None for c in out[:5]]
         if gapless:
             o_app = None
+        # the common columns (gapless, no headers wanted) take one test a record
+        more = o_app is not None or h_app is not None
     for _ in range(count):
         b = payload[pos]
         if b < 0x80:
@@ -478,19 +480,20 @@ def _walk(
             pos += n
         if payload[pos] == 0:  # no headers: the common case
             pos += 1
-            headers = NO_HEADERS
+            headers = no_headers
         else:
             headers, pos = read_headers(payload, pos)
         if pos != record_end:
             raise CorruptRecordError("record length does not match its fields")
         if flat:
-            if o_app is not None:
-                o_app(offset)
             k_app(key)
             v_app(value)
             t_app(ts)
-            if h_app is not None:
-                h_app(headers)
+            if more:
+                if o_app is not None:
+                    o_app(offset)
+                if h_app is not None:
+                    h_app(headers)
         else:
             append(new(cls, (topic, partition, offset, key, value, headers, ts, 0)))
     return pos

@@ -34,9 +34,12 @@ class CorruptBatchError(ValueError):
 
 class Columns:
     """Column buffers for one Arrow record batch of one topic-partition: the
-    columns `read_batches` fills (`muster.records.v2.COLUMNS`). The integer
-    ones are `array`s, whose memory Arrow takes as it is (`from_buffers`):
-    building them from Python int lists cost twice the whole Arrow build."""
+    columns `read_batches` fills (`muster.records.v2.COLUMNS`). Offsets and
+    timestamp types are `array`s, whose memory Arrow takes as it is
+    (`from_buffers`): the reader fills them a batch at a time (a range, a
+    repeated type), where Arrow converting Python int lists doubled the
+    Arrow build. Timestamps come one per record, and `array.append` costs
+    more than `list.append` and Arrow's conversion of the list together."""
 
     __slots__ = ("columns", "with_headers")
 
@@ -47,7 +50,7 @@ class Columns:
             [],
             [],
             [] if with_headers else None,
-            array("q"),
+            [],
             array("i"),
         ]
         self.with_headers = with_headers
@@ -62,7 +65,7 @@ class Columns:
     def to_arrow(self, topic: str, partition: int) -> pa.RecordBatch:
         offsets, keys, values, headers, stamps, types = self.columns
         n = len(offsets)
-        millis = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(stamps)])
+        millis = pa.array(stamps, pa.int64())
         arrays: list[pa.Array] = [
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
