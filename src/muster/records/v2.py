@@ -44,7 +44,7 @@ after the walk instead of checked per record.
 Varints: nearly every length and delta fits in one byte, most of the rest in
 two; both are read inline with table look-ups (`ZZ`, `ZZ2`). Offset and
 timestamp deltas also have an inline three-byte path (offset deltas from
-8,192 on, a twelfth of a librdkafka batch: a call each cost the walk 5 %);
+8,192 on, a twelfth of a librdkafka batch, each took a call before);
 anything longer goes through `zigzag_decode`.
 """
 
