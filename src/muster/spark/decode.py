@@ -13,6 +13,7 @@ when it lists some.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,34 +34,46 @@ class CorruptBatchError(ValueError):
 
 class Columns:
     """Column buffers for one Arrow record batch of one topic-partition: the
-    column lists `read_batches` fills (`muster.records.v2.COLUMNS`)."""
+    columns `read_batches` fills (`muster.records.v2.COLUMNS`). Offsets and
+    timestamp types are `array`s, whose memory Arrow takes as it is
+    (`from_buffers`): the reader fills them a batch at a time (a range, a
+    repeated type), where Arrow converting Python int lists doubled the
+    Arrow build. Timestamps come one per record, and `array.append` costs
+    more than `list.append` and Arrow's conversion of the list together."""
 
     __slots__ = ("columns", "with_headers")
 
     def __init__(self, with_headers: bool) -> None:
         # offset, key, value, headers (None: not wanted), timestamp (ms), type
-        self.columns: list[Any] = [[], [], [], [] if with_headers else None, [], []]
+        self.columns: list[Any] = [
+            array("q"),
+            [],
+            [],
+            [] if with_headers else None,
+            [],
+            array("i"),
+        ]
         self.with_headers = with_headers
 
     def __len__(self) -> int:
         return len(self.columns[0])
 
     @property
-    def offsets(self) -> list[int]:
+    def offsets(self) -> array[int]:
         return self.columns[0]
 
     def to_arrow(self, topic: str, partition: int) -> pa.RecordBatch:
         offsets, keys, values, headers, stamps, types = self.columns
         n = len(offsets)
-        micros = pc.multiply(pa.array(stamps, pa.int64()), 1000).cast(_TS_US)
+        millis = pa.array(stamps, pa.int64())
         arrays: list[pa.Array] = [
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
             pa.repeat(pa.scalar(topic, pa.string()), n),
             pa.repeat(pa.scalar(partition, pa.int32()), n),
-            pa.array(offsets, pa.int64()),
-            micros,
-            pa.array(types, pa.int32()),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+            pc.multiply(millis, 1000).cast(_TS_US),
+            pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(types)]),
         ]
         schema = arrow_schema(self.with_headers)
         if self.with_headers:
