@@ -13,7 +13,7 @@ from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.serial import entity_reader, entity_writer
 
-from muster.protocol.bounds import check_request
+from muster.protocol.bounds import check_request, skip_tagged_fields
 from muster.protocol.codec import DecodeError
 from muster.protocol.header import parse_request_header
 
@@ -24,6 +24,13 @@ def _kio(frame: bytes, flexible: bool) -> tuple[int, int, int, str | None, int] 
     try:
         check_request(schema, frame, 0)
         header, size = entity_reader(schema)(frame, 0)
+    except KeyError as exc:
+        # kio refuses a tagged field it has no name for; Kafka's RequestHeaderData
+        # keeps unknown tags and reads on, and so must muster: v2's fields are
+        # v1's, then the tagged section (already bounds-checked above)
+        assert "Unknown tagged field" in str(exc)
+        header, tags_at = entity_reader(HeaderV1)(frame, 0)
+        size = skip_tagged_fields(frame, tags_at, len(frame))
     except Exception:
         return None
     return (
