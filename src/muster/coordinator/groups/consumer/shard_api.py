@@ -63,7 +63,13 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
     a load); a revocation timer only for a member still revoking."""
     for key in armed:
         if key.kind in CLASSIC_TIMER_KINDS and key.group_id in group_ids:
-            if store.get(key.group_id) is None:  # a failed downgrade's classic group
+            classic = store.get(key.group_id)
+            if classic is None:  # a failed downgrade's classic group
+                fx.cancel(key)
+            elif _orphaned(classic, key):
+                # the restored classic group replaced a newer one (a classic
+                # group made after the upgrade, reverted with it): that
+                # group's members are gone, so are their timers
                 fx.cancel(key)
         if key.kind in TIMER_KINDS and key.group_id in group_ids:
             group = store.consumer.get(key.group_id)
@@ -87,6 +93,15 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
                     hb.revocation_key(group_id, m.member_id),
                     fx.now + max(m.rebalance_timeout_ms, 0),
                 )
+
+
+def _orphaned(classic: Any, key: TimerKey) -> bool:
+    """A member timer of a classic group for a member it does not have."""
+    if key.kind == "pending":
+        return key.member_id not in classic.pending_members
+    if key.kind == "heartbeat":
+        return key.member_id not in classic.members
+    return False
 
 
 def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
