@@ -55,7 +55,9 @@ def revert(store: GroupStore, undo: Mapping[str, ConsumerGroup | ClassicGroup | 
         else:
             store.consumer[group_id] = before.copy()
             classic = store.get(group_id)
-            if classic is not None and classic.members:
+            # a classic group made after the write (a member asked for its
+            # id counts: its pending timer would outlive it) goes with it
+            if classic is not None and (classic.members or classic.pending_members):
                 store.remove(group_id)
 
 
