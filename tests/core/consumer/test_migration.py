@@ -497,3 +497,77 @@ def test_an_upgrade_during_a_classic_rebalance_answers_the_parked_join(h: Harnes
     assert h.shard.group(G) is None
     assert not [t for t in h.group_timers if t.startswith(("heartbeat-", "join-"))]
     assert set(h.shard.store.consumer[G].members) == {a.member_id, b.member_id, "c"}
+
+
+def _consumer_heartbeat(h: Harness, member_id: str, epoch: int) -> int:
+    return h.send(
+        ConsumerGroupHeartbeat(
+            G,
+            member_id,
+            epoch,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=("t1",) if epoch == 0 else None,
+            owned=() if epoch == 0 else None,
+            topics=TOPICS,
+        )
+    )
+
+
+def pending_timers(h: Harness) -> list[str]:
+    return [t for t in h.group_timers if t.startswith("pending-")]
+
+
+def test_a_failed_upgrade_leaves_no_timer_of_a_classic_group_made_after_it(h: Harness) -> None:
+    # found by the simulation (seed 3501): the upgrade's append fails after
+    # the consumer group emptied and a new classic member asked for its id;
+    # the old classic group comes back and the new one's pending timer must go
+    (a,) = classic_group(h, 1)
+    h.auto_durable = False
+    _consumer_heartbeat(h, "c", 0)  # upgrades, its append in flight
+    h.send(rq.LeaveGroup(G, (rq.LeavingMember(a.member_id),)))
+    _consumer_heartbeat(h, "c", -1)  # the consumer group is empty now
+    k = Classic(h)
+    h.send(k.join_request(require_known_member_id=True))
+    (pending,) = h.shard.group(G).pending_members  # a new classic group
+    assert pending_timers(h)
+    h.flush(E.NOT_ENOUGH_REPLICAS)
+    h.auto_durable = True
+    classic = h.shard.group(G)
+    assert classic is not None and set(classic.members) == {a.member_id}
+    assert pending not in classic.pending_members
+    assert pending_timers(h) == []
+
+
+def test_a_failed_tombstone_of_an_empty_consumer_group_drops_the_pending_classic_member(
+    h: Harness,
+) -> None:
+    # found by the simulation (seeds 6238, 6778, 8595): a classic member asked
+    # for its id on an empty consumer group whose tombstones then failed; a
+    # classic group of pending members stayed beside the consumer group, its
+    # pending timer outliving it
+    c = Member(h, "c")
+    c.beat()
+    assert c.beat(-1).error_code == E.NONE
+    assert h.shard.store.consumer[G].members == {}
+    h.auto_durable = False
+    k = Classic(h)
+    rid = h.send(k.join_request(require_known_member_id=True))
+    assert pending_timers(h)
+    h.flush(E.NOT_ENOUGH_REPLICAS)
+    k.member_id = h.reply(rid).member_id
+    h.auto_durable = True
+    assert G in h.shard.store.consumer
+    assert h.shard.group(G) is None
+    assert pending_timers(h) == []
+    # its pending id went with the reverted group (as in Kafka, whose revert
+    # drops the group): the client starts over and joins
+    assert k.join().error_code == E.UNKNOWN_MEMBER_ID
+    k.member_id = ""
+    again = h.reply(h.send(k.join_request(require_known_member_id=True)))
+    assert again.error_code == E.MEMBER_ID_REQUIRED
+    k.member_id = again.member_id
+    rid = h.send(k.join_request())
+    h.advance(DELAY)  # the classic group's initial delay
+    assert h.reply(rid).error_code == E.NONE
+    assert h.shard.group(G) is not None and G not in h.shard.store.consumer
+    assert h.shard.group(G) is not None and G not in h.shard.store.consumer
