@@ -36,7 +36,45 @@ def _string(out: bytearray, value: str, flexible: bool) -> None:
     out += raw
 
 
+class CommitAnswer:
+    """An OffsetCommit answer as the coordinator gave it: `topics`, each with
+    `name` and `partitions` (each with `partition_index` and `error_code`).
+    The handler of a commit with nothing refused at the edge returns this
+    instead of building a dict per topic and partition for the writer."""
+
+    __slots__ = ("topics",)
+
+    def __init__(self, topics: Any) -> None:
+        self.topics = topics
+
+    def __repr__(self) -> str:
+        return f"CommitAnswer({self.topics!r})"
+
+
+def _commit_answer(version: int, topics: Any) -> bytes:
+    if not 0 <= version <= 9:
+        raise ValueError(f"OffsetCommit v{version} is not served")
+    flexible = version >= 8
+    out = bytearray(_I32.pack(0)) if version >= 3 else bytearray()  # throttle time
+    _count(out, len(topics), flexible)
+    for topic in topics:
+        _string(out, topic.name, flexible)
+        parts = topic.partitions
+        _count(out, len(parts), flexible)
+        for p in parts:
+            out += _I32_I16.pack(p.partition_index, p.error_code)
+            if flexible:
+                out.append(0)  # partition: no tagged fields
+        if flexible:
+            out.append(0)  # topic: no tagged fields
+    if flexible:
+        out.append(0)  # answer: no tagged fields
+    return bytes(out)
+
+
 def offset_commit(version: int, payload: Any) -> bytes | None:
+    if type(payload) is CommitAnswer:
+        return _commit_answer(version, payload.topics)
     if not isinstance(payload, dict) or not payload.keys() <= _COMMIT_TOP or not 0 <= version <= 9:
         return None
     flexible = version >= 8

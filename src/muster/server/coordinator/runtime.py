@@ -47,10 +47,10 @@ class CoordinatorLoading(Exception):
 class _Work:
     kind: str  # "request" | "timer" | "background" (a timer given the lane) | "written" | "loaded"
     payload: Any
-    future: asyncio.Future[Any] | _Pending | None = None
+    future: asyncio.Future[Any] | Pending | None = None
 
 
-class _Pending:
+class Pending:
     """Where a request's answer goes: kept in a slot while the request's own
     step runs (most answers are ready by its end), and in a future only once
     the caller must wait. Has the part of a Future the runtime uses."""
@@ -156,7 +156,7 @@ class ShardRuntime:
         self._queue: asyncio.Queue[_Work] = asyncio.Queue()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._due: dict[str, float] = {}  # key -> loop time it is due (may pass its handle's)
-        self._waiting: dict[int, asyncio.Future[Any] | _Pending] = {}
+        self._waiting: dict[int, asyncio.Future[Any] | Pending] = {}
         # the clock read of the step being processed: its append, its timers
         # and the completion of a write durable at once share it
         self._step_now = 0
@@ -213,18 +213,18 @@ class ShardRuntime:
 
     async def call(self, request: Any) -> Any:
         answer = self.submit(request)
-        if type(answer) is _Pending:
+        if type(answer) is Pending:
             return await answer.wait()
         return answer
 
     def submit(self, request: Any) -> Any:
         """The shard's answer to `request` if it is ready as soon as the step
         has run (no write, or one already durable: `muster.fsync=never`),
-        else a `_Pending` to wait on. The common commit then costs no future,
+        else a `Pending` to wait on. The common commit then costs no future,
         no task and no loop hop between the append and the answer."""
         if not self.loaded:
             raise CoordinatorLoading()
-        waiter = _Pending()
+        waiter = Pending()
         if self._queue.empty():
             # Nothing is ahead of this request and the serial loop never stops
             # half-way through an item (it only awaits the queue), so running

@@ -15,9 +15,10 @@ from kio.schema.errors import ErrorCode
 
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
+from muster.protocol.small_responses import CommitAnswer
 from muster.security.acl import Operation
 from muster.server import authz
-from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator, Pending
 from muster.server.handlers.consumer_groups import TopicImage
 from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
@@ -200,7 +201,7 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
 # ---- OffsetCommit / OffsetFetch / OffsetDelete ------------------------------
 
 
-async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] | CommitAnswer:
     # Like Kafka's KafkaApis: partitions the broker does not host are refused
     # at the edge with UNKNOWN_TOPIC_OR_PARTITION and never reach the group.
     logs = ctx.state.logs
@@ -248,16 +249,26 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
         api_version=ctx.api_version,
     )
     if topics:
-        resp = await _call(ctx, req.group_id, core)
+        # the shard's answer is ready at once unless the write must be fsynced
+        # first: only then is there anything to wait for (no coroutine layers)
+        try:
+            resp = _coordinator(ctx).shard_for(req.group_id).submit(core)
+            if type(resp) is Pending:
+                resp = await resp.wait()
+        except CoordinatorLoading:
+            resp = None
     else:
         # Kafka: nothing authorized and known, so the group is not touched
         # (and not created)
         resp = rs.OffsetCommitResponse(topics=())
     metrics = ctx.state.extras.get("metrics")
     if metrics is not None and resp is not None:
-        metrics.offset_commits.inc(
-            sum(1 for t in resp.topics for p in t.partitions if p.error_code == 0)
-        )
+        ok = 0
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code == 0:
+                    ok += 1
+        metrics.offset_commits.inc(ok)
     if resp is None:
         resp = rs.OffsetCommitResponse(
             topics=tuple(
@@ -267,6 +278,8 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 for t in topics
             )
         )
+    if not unknown:  # the core's answer is the whole answer: written as it is
+        return CommitAnswer(resp.topics)
     # Built by hand: dataclasses.asdict deep-copies, and a synchronous commit's
     # latency is made of steps like this one.
     out: dict[str, Any] = {
