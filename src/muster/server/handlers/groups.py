@@ -212,12 +212,14 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
     denied = authz.denied_topics(ctx, READ, (t.name for t in req.topics))
     for t in req.topics:
         info = logs.topic(t.name)
+        count = -1 if info is None else info.num_partitions
+        refused = t.name in denied
         known = []
         bad = []
         for p in t.partitions:
-            if t.name in denied:
+            if refused:
                 bad.append({"partition_index": p.partition_index, "error_code": TOPIC_DENIED})
-            elif info is None or not 0 <= p.partition_index < info.num_partitions:
+            elif not 0 <= p.partition_index < count:
                 bad.append(
                     {
                         "partition_index": p.partition_index,
@@ -225,13 +227,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
                     }
                 )
             else:
-                known.append(
+                known.append(  # positional: the hot path's one object per partition
                     rq.CommitPartition(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        metadata=p.committed_metadata,
-                        commit_timestamp=getattr(p, "commit_timestamp", -1),  # v1 only
+                        p.partition_index,
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        p.committed_metadata,
+                        getattr(p, "commit_timestamp", -1),  # v1 only
                     )
                 )
         if known:
@@ -240,13 +242,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
             unknown.append({"name": t.name, "partitions": bad})
     retention = getattr(req, "retention_time", None)
     core = rq.OffsetCommit(
-        group_id=req.group_id,
-        topics=tuple(topics),
-        generation_id=getattr(req, "generation_id_or_member_epoch", -1),  # v0: none
-        member_id=getattr(req, "member_id", ""),
-        group_instance_id=getattr(req, "group_instance_id", None),
-        retention_time_ms=-1 if retention is None else _ms(retention),
-        api_version=ctx.api_version,
+        req.group_id,
+        tuple(topics),
+        getattr(req, "generation_id_or_member_epoch", -1),  # v0: none
+        getattr(req, "member_id", ""),
+        getattr(req, "group_instance_id", None),
+        -1 if retention is None else _ms(retention),
+        ctx.api_version,
     )
     if topics:
         # the shard's answer is ready at once unless the write must be fsynced
