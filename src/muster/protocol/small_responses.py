@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from muster.protocol.fetch_response import _count, _ms, _uvarint
 
@@ -51,11 +51,21 @@ class CommitAnswer:
         return f"CommitAnswer({self.topics!r})"
 
 
-def _commit_answer(version: int, topics: Any) -> bytes:
+class _Topic(NamedTuple):
+    name: str
+    partitions: list[_Partition]
+
+
+class _Partition(NamedTuple):
+    partition_index: int
+    error_code: int
+
+
+def _commit_answer(version: int, topics: Any, throttle_ms: int = 0) -> bytes:
     if not 0 <= version <= 9:
         raise ValueError(f"OffsetCommit v{version} is not served")
     flexible = version >= 8
-    out = bytearray(_I32.pack(0)) if version >= 3 else bytearray()  # throttle time
+    out = bytearray(_I32.pack(throttle_ms)) if version >= 3 else bytearray()
     _count(out, len(topics), flexible)
     for topic in topics:
         _string(out, topic.name, flexible)
@@ -77,29 +87,17 @@ def offset_commit(version: int, payload: Any) -> bytes | None:
         return _commit_answer(version, payload.topics)
     if not isinstance(payload, dict) or not payload.keys() <= _COMMIT_TOP or not 0 <= version <= 9:
         return None
-    flexible = version >= 8
-    out = bytearray()
-    if version >= 3:
-        out += _I32.pack(_ms(payload.get("throttle_time", 0)))
-    topics = payload.get("topics") or ()
-    _count(out, len(topics), flexible)
-    for topic in topics:
+    topics = []
+    for topic in payload.get("topics") or ():
         if not topic.keys() <= _COMMIT_TOPIC:
             return None
-        _string(out, topic.get("name", ""), flexible)
-        parts = topic.get("partitions") or ()
-        _count(out, len(parts), flexible)
-        for p in parts:
+        parts = []
+        for p in topic.get("partitions") or ():
             if not p.keys() <= _COMMIT_PART:
                 return None
-            out += _I32_I16.pack(p.get("partition_index", 0), int(p.get("error_code", 0)))
-            if flexible:
-                out.append(0)  # partition: no tagged fields
-        if flexible:
-            out.append(0)  # topic: no tagged fields
-    if flexible:
-        out.append(0)  # answer: no tagged fields
-    return bytes(out)
+            parts.append(_Partition(p.get("partition_index", 0), int(p.get("error_code", 0))))
+        topics.append(_Topic(topic.get("name", ""), parts))
+    return _commit_answer(version, topics, _ms(payload.get("throttle_time", 0)))
 
 
 def heartbeat(version: int, payload: Any) -> bytes | None:
