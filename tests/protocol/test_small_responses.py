@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from muster.coordinator.responses import PartitionError, TopicErrors
 from muster.protocol.codec import build, encode_response, response_schema
 from muster.protocol.entities import schema_writer
-from muster.protocol.small_responses import heartbeat, offset_commit
+from muster.protocol.small_responses import CommitAnswer, heartbeat, offset_commit
 from muster.server.api_table import build_table
 
 _errors = st.sampled_from(
@@ -57,6 +58,24 @@ def test_offset_commit_matches_kio(version: int, topics: list[Any], throttle: in
     assert body is not None
     assert body == _kio(8, version, payload)
     assert encode_response(8, version, payload) == body
+
+
+@settings(max_examples=150, deadline=None)
+@given(version=st.sampled_from(list(_served(8))), topics=st.lists(_topic, max_size=4))
+def test_coordinator_answer_matches_kio(version: int, topics: list[Any]) -> None:
+    # the handler's answer without dicts: the core's topics and partitions as they are
+    core = tuple(
+        TopicErrors(
+            t["name"],
+            tuple(
+                PartitionError(p["partition_index"], int(p["error_code"])) for p in t["partitions"]
+            ),
+        )
+        for t in topics
+    )
+    expected = _kio(8, version, {"throttle_time": 0, "topics": topics})
+    assert offset_commit(version, CommitAnswer(core)) == expected
+    assert encode_response(8, version, CommitAnswer(core)) == expected
 
 
 @settings(max_examples=60, deadline=None)

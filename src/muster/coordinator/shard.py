@@ -313,38 +313,37 @@ class CoordinatorShard:
     # ---- internals ---------------------------------------------------------
 
     def _result(self, fx: Effects) -> Result:
-        for op in fx.timers:
-            if isinstance(op, Schedule):
-                assert isinstance(op.key, TimerKey)
-                self._timers[str(op.key)] = (op.key, op.deadline_ms)
-            else:
-                self._timers.pop(str(op.key), None)
+        # fx ends with this step: its lists go to the Result and the _Write as
+        # they are (a commit's step is otherwise half copies)
+        timers = fx.timers
+        if timers:
+            for op in timers:
+                if isinstance(op, Schedule):
+                    assert isinstance(op.key, TimerKey)
+                    self._timers[str(op.key)] = (op.key, op.deadline_ms)
+                else:
+                    self._timers.pop(str(op.key), None)
+            timers = [
+                Schedule(str(t.key), t.deadline_ms)
+                if isinstance(t, Schedule)
+                else Cancel(str(t.key))
+                for t in timers
+            ]
         token = None
-        if fx.records or fx.marker is not None or fx.continuations:
+        records = fx.records
+        if records or fx.marker is not None or fx.continuations:
             token = self._next_token
             self._next_token += 1
             self._writes[token] = _Write(
                 fx.first_seq,
-                list(fx.records),
+                records,
                 None if fx.producer is None else fx.producer[0],
                 fx.marker,
-                list(fx.continuations),
-                dict(fx.undo),
+                fx.continuations,
+                fx.undo,
             )
-            self.next_seq = fx.first_seq + len(fx.records)
-        timers = [
-            Schedule(str(t.key), t.deadline_ms) if isinstance(t, Schedule) else Cancel(str(t.key))
-            for t in fx.timers
-        ]
-        return Result(
-            list(fx.records),
-            list(fx.replies),
-            timers,
-            list(fx.events),
-            token,
-            fx.producer,
-            fx.marker,
-        )
+            self.next_seq = fx.first_seq + len(records)
+        return Result(records, fx.replies, timers, fx.events, token, fx.producer, fx.marker)
 
     def _load_group(self, group_id: str, v: Any) -> None:
         """While loading: the group's transient state is what its record says."""

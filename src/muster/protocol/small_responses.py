@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from muster.protocol.fetch_response import _count, _ms, _uvarint
 
@@ -36,25 +36,43 @@ def _string(out: bytearray, value: str, flexible: bool) -> None:
     out += raw
 
 
-def offset_commit(version: int, payload: Any) -> bytes | None:
-    if not isinstance(payload, dict) or not payload.keys() <= _COMMIT_TOP or not 0 <= version <= 9:
-        return None
+class CommitAnswer:
+    """An OffsetCommit answer as the coordinator gave it: `topics`, each with
+    `name` and `partitions` (each with `partition_index` and `error_code`).
+    The handler of a commit with nothing refused at the edge returns this
+    instead of building a dict per topic and partition for the writer."""
+
+    __slots__ = ("topics",)
+
+    def __init__(self, topics: Any) -> None:
+        self.topics = topics
+
+    def __repr__(self) -> str:
+        return f"CommitAnswer({self.topics!r})"
+
+
+class _Topic(NamedTuple):
+    name: str
+    partitions: list[_Partition]
+
+
+class _Partition(NamedTuple):
+    partition_index: int
+    error_code: int
+
+
+def _commit_answer(version: int, topics: Any, throttle_ms: int = 0) -> bytes:
+    if not 0 <= version <= 9:
+        raise ValueError(f"OffsetCommit v{version} is not served")
     flexible = version >= 8
-    out = bytearray()
-    if version >= 3:
-        out += _I32.pack(_ms(payload.get("throttle_time", 0)))
-    topics = payload.get("topics") or ()
+    out = bytearray(_I32.pack(throttle_ms)) if version >= 3 else bytearray()
     _count(out, len(topics), flexible)
     for topic in topics:
-        if not topic.keys() <= _COMMIT_TOPIC:
-            return None
-        _string(out, topic.get("name", ""), flexible)
-        parts = topic.get("partitions") or ()
+        _string(out, topic.name, flexible)
+        parts = topic.partitions
         _count(out, len(parts), flexible)
         for p in parts:
-            if not p.keys() <= _COMMIT_PART:
-                return None
-            out += _I32_I16.pack(p.get("partition_index", 0), int(p.get("error_code", 0)))
+            out += _I32_I16.pack(p.partition_index, p.error_code)
             if flexible:
                 out.append(0)  # partition: no tagged fields
         if flexible:
@@ -62,6 +80,24 @@ def offset_commit(version: int, payload: Any) -> bytes | None:
     if flexible:
         out.append(0)  # answer: no tagged fields
     return bytes(out)
+
+
+def offset_commit(version: int, payload: Any) -> bytes | None:
+    if type(payload) is CommitAnswer:
+        return _commit_answer(version, payload.topics)
+    if not isinstance(payload, dict) or not payload.keys() <= _COMMIT_TOP or not 0 <= version <= 9:
+        return None
+    topics = []
+    for topic in payload.get("topics") or ():
+        if not topic.keys() <= _COMMIT_TOPIC:
+            return None
+        parts = []
+        for p in topic.get("partitions") or ():
+            if not p.keys() <= _COMMIT_PART:
+                return None
+            parts.append(_Partition(p.get("partition_index", 0), int(p.get("error_code", 0))))
+        topics.append(_Topic(topic.get("name", ""), parts))
+    return _commit_answer(version, topics, _ms(payload.get("throttle_time", 0)))
 
 
 def heartbeat(version: int, payload: Any) -> bytes | None:

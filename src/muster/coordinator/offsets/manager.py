@@ -41,6 +41,7 @@ from muster.coordinator.responses import (
 )
 from muster.records.offsets_topic import (
     OffsetCommitValue,
+    commit_record,
     group_metadata_record,
     offset_commit_record,
 )
@@ -50,25 +51,16 @@ def commit_response(
     topics: tuple[CommitTopic, ...], errors: dict[TP, int] | int
 ) -> OffsetCommitResponse:
     """The answer to an (Txn)OffsetCommit: per-partition errors, or one for all."""
-    return OffsetCommitResponse(
-        tuple(
-            TopicErrors(
-                t.name,
-                tuple(
-                    PartitionError(
-                        p.partition,
-                        errors if isinstance(errors, int) else errors[(t.name, p.partition)],
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in topics
-        )
-    )
-
-
-def _all_errors(req: OffsetCommit, error: int) -> OffsetCommitResponse:
-    return commit_response(req.topics, error)
+    one = errors if isinstance(errors, int) else None
+    out = []
+    for t in topics:
+        name = t.name
+        parts = []
+        for p in t.partitions:
+            error = one if one is not None else errors[(name, p.partition)]  # type: ignore[index]
+            parts.append(PartitionError(p.partition, error))
+        out.append(TopicErrors(name, tuple(parts)))
+    return OffsetCommitResponse(tuple(out))
 
 
 # offsets one expiry step may drop: its tombstones are built, appended, fsynced
@@ -161,7 +153,7 @@ class OffsetManager:
         group = self.store.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                fx.reply(rid, _all_errors(req, E.ILLEGAL_GENERATION))
+                fx.reply(rid, commit_response(req.topics, E.ILLEGAL_GENERATION))
                 return
             group = self.store.get_or_create(req.group_id)  # a simple (assign-mode) group
             group.state_timestamp = fx.now
@@ -169,7 +161,7 @@ class OffsetManager:
         if error is None and group.is_(S.COMPLETING_REBALANCE):
             error = E.REBALANCE_IN_PROGRESS
         if error is not None:
-            fx.reply(rid, _all_errors(req, error))
+            fx.reply(rid, commit_response(req.topics, error))
             return
         member = group.members.get(req.member_id)
         if member is not None:  # a commit is as good as a heartbeat
@@ -206,6 +198,7 @@ class OffsetManager:
         limit = self.store.cfg.offset_metadata_max_bytes
         results: dict[TP, int] = {}
         written: list[TP] = []
+        expire_ts = fx.now + retention_time_ms if retention_time_ms >= 0 else -1
         for topic in topics:
             for p in topic.partitions:
                 tp = (topic.name, p.partition)
@@ -214,15 +207,14 @@ class OffsetManager:
                     results[tp] = E.OFFSET_METADATA_TOO_LARGE
                     continue
                 commit_ts = p.commit_timestamp if p.commit_timestamp >= 0 else fx.now
-                expire_ts = fx.now + retention_time_ms if retention_time_ms >= 0 else -1
-                value = OffsetCommitValue(
-                    offset=p.offset,
-                    leader_epoch=p.leader_epoch if expire_ts < 0 else -1,
-                    metadata=metadata,
-                    commit_timestamp=commit_ts,
-                    expire_timestamp=expire_ts,
-                )
-                fx.record(offset_commit_record(group_id, topic.name, p.partition, value))
+                if expire_ts < 0:
+                    record = commit_record(
+                        group_id, tp, p.offset, p.leader_epoch, metadata, commit_ts
+                    )
+                else:
+                    value = OffsetCommitValue(p.offset, -1, metadata, commit_ts, expire_ts)
+                    record = offset_commit_record(group_id, topic.name, p.partition, value)
+                fx.record(record)
                 written.append(tp)
                 results[tp] = E.NONE
         return results, written
@@ -287,7 +279,7 @@ class OffsetManager:
         )
         if group is None:
             if req.generation_id >= 0:
-                fx.reply(rid, _all_errors(as_commit, E.ILLEGAL_GENERATION))
+                fx.reply(rid, commit_response(as_commit.topics, E.ILLEGAL_GENERATION))
                 return
             group = self.store.get_or_create(req.group_id)
             group.state_timestamp = fx.now
@@ -299,7 +291,7 @@ class OffsetManager:
             if error is None and req.generation_id != group.generation:
                 error = E.ILLEGAL_GENERATION
         if error is not None:
-            fx.reply(rid, _all_errors(as_commit, error))
+            fx.reply(rid, commit_response(as_commit.topics, error))
             return
         self._txn_records(fx, rid, req)
 

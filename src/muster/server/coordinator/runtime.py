@@ -20,9 +20,9 @@ from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
 from muster.log.latest import collect_log
 from muster.log.port import PartitionLog
-from muster.records.batch import build_batch
 from muster.records.errors import CodedError
 from muster.records.latest import TxnReplay
+from muster.records.plain_batch import plain_batch
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -47,7 +47,48 @@ class CoordinatorLoading(Exception):
 class _Work:
     kind: str  # "request" | "timer" | "background" (a timer given the lane) | "written" | "loaded"
     payload: Any
-    future: asyncio.Future[Any] | None = None
+    future: asyncio.Future[Any] | Pending | None = None
+
+
+class Pending:
+    """Where a request's answer goes: kept in a slot while the request's own
+    step runs (most answers are ready by its end), and in a future only once
+    the caller must wait. Has the part of a Future the runtime uses."""
+
+    __slots__ = ("error", "filled", "future", "value")
+
+    def __init__(self) -> None:
+        self.filled = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.future: asyncio.Future[Any] | None = None
+
+    def done(self) -> bool:
+        return self.filled
+
+    def set_result(self, value: Any) -> None:
+        self.filled, self.value = True, value
+        if self.future is not None:
+            self.future.set_result(value)
+
+    def set_exception(self, error: BaseException) -> None:
+        self.filled, self.error = True, error
+        if self.future is not None:
+            self.future.set_exception(error)
+
+    def cancel(self) -> None:
+        if self.future is not None:
+            self.future.cancel()
+        elif not self.filled:
+            self.set_exception(asyncio.CancelledError())
+
+    async def wait(self) -> Any:
+        if self.filled:  # answered between submit and the caller's await
+            if self.error is not None:
+                raise self.error
+            return self.value
+        self.future = asyncio.get_running_loop().create_future()
+        return await self.future
 
 
 class BackgroundLane:
@@ -115,7 +156,10 @@ class ShardRuntime:
         self._queue: asyncio.Queue[_Work] = asyncio.Queue()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._due: dict[str, float] = {}  # key -> loop time it is due (may pass its handle's)
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: dict[int, asyncio.Future[Any] | Pending] = {}
+        # the clock read of the step being processed: its append, its timers
+        # and the completion of a write durable at once share it
+        self._step_now = 0
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         # appended results in append order; each entry is [result, error or None
@@ -168,18 +212,31 @@ class ShardRuntime:
     # ---- the API the handlers use ---------------------------------------
 
     async def call(self, request: Any) -> Any:
+        answer = self.submit(request)
+        if type(answer) is Pending:
+            return await answer.wait()
+        return answer
+
+    def submit(self, request: Any) -> Any:
+        """The shard's answer to `request` if it is ready as soon as the step
+        has run (no write, or one already durable: `muster.fsync=never`),
+        else a `Pending` to wait on. The common commit then costs no future,
+        no task and no loop hop between the append and the answer."""
         if not self.loaded:
             raise CoordinatorLoading()
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        work = _Work("request", request, fut)
+        waiter = Pending()
         if self._queue.empty():
             # Nothing is ahead of this request and the serial loop never stops
             # half-way through an item (it only awaits the queue), so running
             # it here is what the loop would do next, one task hop sooner.
-            self._process(work)
+            self._process(_Work("request", request, waiter))
+            if waiter.filled:
+                if waiter.error is not None:
+                    raise waiter.error
+                return waiter.value
         else:
-            self._queue.put_nowait(work)
-        return await fut
+            self._queue.put_nowait(_Work("request", request, waiter))
+        return waiter
 
     def delete_partitions(self, partitions: list[tuple[str, int]]) -> None:
         """Topics were deleted: their committed offsets go too (tombstones)."""
@@ -193,42 +250,45 @@ class ShardRuntime:
             self._process(await self._queue.get())
 
     def _process(self, work: _Work) -> None:
-        now = self.clock()
+        self._step_now = now = self.clock()
         try:
-            if work.kind == "request":
-                request_id = next(self._ids)
-                assert work.future is not None
-                self._waiting[request_id] = work.future
-                result = self.shard.handle(request_id, work.payload, now)
-            elif work.kind == "timer":
-                result = self.shard.on_timer(work.payload, now)
-            elif work.kind == "background":
-                assert self.lane is not None
-                try:
+            try:
+                if work.kind == "request":
+                    request_id = next(self._ids)
+                    assert work.future is not None
+                    self._waiting[request_id] = work.future
+                    result = self.shard.handle(request_id, work.payload, now)
+                elif work.kind == "timer":
                     result = self.shard.on_timer(work.payload, now)
-                except BaseException:
-                    self.lane.done()
-                    raise
-                # the lane is held until the step's tombstones are durable and
-                # applied: released at once, the next steps' appends piled up
-                # behind the flusher (a commit's fsync waited for all of them)
-                # and their completions ran back to back on the loop
-                self._apply(result, then=self.lane.done)
+                elif work.kind == "background":
+                    assert self.lane is not None
+                    try:
+                        result = self.shard.on_timer(work.payload, now)
+                    except BaseException:
+                        self.lane.done()
+                        raise
+                    # the lane is held until the step's tombstones are durable and
+                    # applied: released at once, the next steps' appends piled up
+                    # behind the flusher (a commit's fsync waited for all of them)
+                    # and their completions ran back to back on the loop
+                    self._apply(result, then=self.lane.done)
+                    return
+                elif work.kind == "delete_partitions":
+                    result = self.shard.delete_partitions(work.payload, now)
+                elif work.kind == "written":
+                    token, error = work.payload
+                    result = self.shard.complete_write(token, error, now)
+                else:
+                    result = self.shard.loaded(now)
+                    self.loaded = True
+            except Exception as exc:  # a bug in the core must not kill the shard
+                log.exception("coordinator shard %d failed on %s", self.shard.partition, work.kind)
+                if work.future is not None and not work.future.done():
+                    work.future.set_exception(exc)
                 return
-            elif work.kind == "delete_partitions":
-                result = self.shard.delete_partitions(work.payload, now)
-            elif work.kind == "written":
-                token, error = work.payload
-                result = self.shard.complete_write(token, error, now)
-            else:
-                result = self.shard.loaded(now)
-                self.loaded = True
-        except Exception as exc:  # a bug in the core must not kill the shard
-            log.exception("coordinator shard %d failed on %s", self.shard.partition, work.kind)
-            if work.future is not None and not work.future.done():
-                work.future.set_exception(exc)
-            return
-        self._apply(result)
+            self._apply(result)
+        finally:
+            self._step_now = 0
 
     def _apply(self, result: Result, then: Callable[[], None] | None = None) -> None:
         """Carries out one step's obligations; `then` runs once its write (if
@@ -250,7 +310,7 @@ class ShardRuntime:
         entry: list[Any] = [result, None, then]
         self._writes.append(entry)
         try:
-            now = self.clock()
+            now = self._step_now or self.clock()
             if result.marker is not None:
                 producer_id, epoch, commit = result.marker
                 self.plog.append_marker(producer_id, epoch, commit, 0, now)
@@ -259,7 +319,7 @@ class ShardRuntime:
                 batches = _batches(
                     result.records,
                     self.plog.config.max_message_bytes,
-                    timestamp_ms=now,
+                    now,
                     producer_id=producer_id,
                     producer_epoch=epoch,
                     transactional=True,
@@ -267,7 +327,7 @@ class ShardRuntime:
                 self.plog.append(batches, now, coordinator=True)
             else:
                 limit = self.plog.config.max_message_bytes
-                batches = _batches(result.records, limit, timestamp_ms=now)
+                batches = _batches(result.records, limit, now)
                 # coordinator origin: every record has its key, nothing to re-decode
                 self.plog.append(batches, now, coordinator=True)
             # a commit's few records are fsynced on the loop (cheaper than a
@@ -282,7 +342,7 @@ class ShardRuntime:
             entry[1] = exc.error_code if isinstance(exc, CodedError) else STORAGE_ERROR
             if result.on_durable is not None:
                 # undo its applied records now; its answer keeps its place in order
-                self._apply(self.shard.abandon_write(result.on_durable, self.clock()))
+                self._apply(self.shard.abandon_write(result.on_durable, now))
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))
@@ -311,7 +371,7 @@ class ShardRuntime:
 
     def _complete(self, token: Any, error: int) -> None:
         try:
-            result = self.shard.complete_write(token, error, self.clock())
+            result = self.shard.complete_write(token, error, self._step_now or self.clock())
         except Exception:
             log.exception("coordinator shard %d failed on written", self.shard.partition)
             return
@@ -332,7 +392,8 @@ class ShardRuntime:
                 old.cancel()
             return
         loop = asyncio.get_running_loop()
-        due = loop.time() + max(0.0, (op.deadline_ms - self.clock()) / 1000)
+        now = self._step_now or self.clock()
+        due = loop.time() + max(0.0, (op.deadline_ms - now) / 1000)
         self._due[key] = due
         old = self._timers.get(key)
         if old is not None:
@@ -404,10 +465,14 @@ _RECORD_OVERHEAD = 24  # a record's own varints and attributes, at most, beside 
 _BATCH_OVERHEAD = 61
 
 
-def _batches(records: Sequence[tuple[bytes, bytes | None]], limit: int, **kw: Any) -> bytes:
+def _batches(
+    records: Sequence[tuple[bytes, bytes | None]], limit: int, timestamp_ms: int, **kw: Any
+) -> bytes:
     """The records as batches of at most `limit` bytes each, in one append (so still
     all or nothing): an expiry step's tombstones or a big commit must not exceed
     the partition's max.message.bytes, as one batch of them would."""
+    if len(records) == 1:  # a commit of one partition: nothing to split
+        return plain_batch(records, timestamp_ms, **kw)
     out = bytearray()
     chunk: list[tuple[bytes, bytes | None]] = []
     size = _BATCH_OVERHEAD
@@ -415,9 +480,9 @@ def _batches(records: Sequence[tuple[bytes, bytes | None]], limit: int, **kw: An
         key, value = record
         grow = _RECORD_OVERHEAD + len(key) + (len(value) if value is not None else 0)
         if chunk and size + grow > limit:
-            out += build_batch(chunk, **kw)
+            out += plain_batch(chunk, timestamp_ms, **kw)
             chunk, size = [], _BATCH_OVERHEAD
         chunk.append(record)
         size += grow
-    out += build_batch(chunk, **kw)
+    out += plain_batch(chunk, timestamp_ms, **kw)
     return bytes(out)

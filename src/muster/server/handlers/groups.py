@@ -15,9 +15,10 @@ from kio.schema.errors import ErrorCode
 
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
+from muster.protocol.small_responses import CommitAnswer
 from muster.security.acl import Operation
 from muster.server import authz
-from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator, Pending
 from muster.server.handlers.consumer_groups import TopicImage
 from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
@@ -200,7 +201,7 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> dict[str, Any]:
 # ---- OffsetCommit / OffsetFetch / OffsetDelete ------------------------------
 
 
-async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
+async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] | CommitAnswer:
     # Like Kafka's KafkaApis: partitions the broker does not host are refused
     # at the edge with UNKNOWN_TOPIC_OR_PARTITION and never reach the group.
     logs = ctx.state.logs
@@ -211,12 +212,14 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
     denied = authz.denied_topics(ctx, READ, (t.name for t in req.topics))
     for t in req.topics:
         info = logs.topic(t.name)
+        count = -1 if info is None else info.num_partitions
+        refused = t.name in denied
         known = []
         bad = []
         for p in t.partitions:
-            if t.name in denied:
+            if refused:
                 bad.append({"partition_index": p.partition_index, "error_code": TOPIC_DENIED})
-            elif info is None or not 0 <= p.partition_index < info.num_partitions:
+            elif not 0 <= p.partition_index < count:
                 bad.append(
                     {
                         "partition_index": p.partition_index,
@@ -224,13 +227,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     }
                 )
             else:
-                known.append(
+                known.append(  # positional: the hot path's one object per partition
                     rq.CommitPartition(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        metadata=p.committed_metadata,
-                        commit_timestamp=getattr(p, "commit_timestamp", -1),  # v1 only
+                        p.partition_index,
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        p.committed_metadata,
+                        getattr(p, "commit_timestamp", -1),  # v1 only
                     )
                 )
         if known:
@@ -239,25 +242,35 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
             unknown.append({"name": t.name, "partitions": bad})
     retention = getattr(req, "retention_time", None)
     core = rq.OffsetCommit(
-        group_id=req.group_id,
-        topics=tuple(topics),
-        generation_id=getattr(req, "generation_id_or_member_epoch", -1),  # v0: none
-        member_id=getattr(req, "member_id", ""),
-        group_instance_id=getattr(req, "group_instance_id", None),
-        retention_time_ms=-1 if retention is None else _ms(retention),
-        api_version=ctx.api_version,
+        req.group_id,
+        tuple(topics),
+        getattr(req, "generation_id_or_member_epoch", -1),  # v0: none
+        getattr(req, "member_id", ""),
+        getattr(req, "group_instance_id", None),
+        -1 if retention is None else _ms(retention),
+        ctx.api_version,
     )
     if topics:
-        resp = await _call(ctx, req.group_id, core)
+        # the shard's answer is ready at once unless the write must be fsynced
+        # first: only then is there anything to wait for (no coroutine layers)
+        try:
+            resp = _coordinator(ctx).shard_for(req.group_id).submit(core)
+            if type(resp) is Pending:
+                resp = await resp.wait()
+        except CoordinatorLoading:
+            resp = None
     else:
         # Kafka: nothing authorized and known, so the group is not touched
         # (and not created)
         resp = rs.OffsetCommitResponse(topics=())
     metrics = ctx.state.extras.get("metrics")
     if metrics is not None and resp is not None:
-        metrics.offset_commits.inc(
-            sum(1 for t in resp.topics for p in t.partitions if p.error_code == 0)
-        )
+        ok = 0
+        for t in resp.topics:
+            for p in t.partitions:
+                if p.error_code == 0:
+                    ok += 1
+        metrics.offset_commits.inc(ok)
     if resp is None:
         resp = rs.OffsetCommitResponse(
             topics=tuple(
@@ -267,6 +280,8 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 for t in topics
             )
         )
+    if not unknown:  # the core's answer is the whole answer: written as it is
+        return CommitAnswer(resp.topics)
     # Built by hand: dataclasses.asdict deep-copies, and a synchronous commit's
     # latency is made of steps like this one.
     out: dict[str, Any] = {
