@@ -7,7 +7,10 @@ a fresh shard replaying the log gets."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+
+import pytest
 
 from muster.coordinator import requests as rq
 from muster.coordinator.durable import durable_state
@@ -111,3 +114,40 @@ def test_a_request_behind_queued_work_waits_its_turn() -> None:
         await runtime.stop()
 
     asyncio.run(main())
+
+
+def test_a_caller_that_stops_waiting_does_not_stall_the_answers_behind_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # fsync=always: a commit waits for its fsync; its connection closes
+    # meanwhile (the handler task is cancelled). The fsync's completion must
+    # still answer the commits appended after it.
+    async def main() -> None:
+        plog = FailingLog("__consumer_offsets", 0)
+        durability = Durability("always", 0, lambda _p: None)
+        durability.start()
+        runtime = ShardRuntime(CoordinatorShard(0), plog, durability, lambda _e: None)
+        runtime.start()
+        for _ in range(100):
+            if runtime.loaded:
+                break
+            await asyncio.sleep(0.001)
+        first = runtime.submit(_commit(GROUP, (0, 1, "")))
+        second = runtime.submit(_commit(GROUP, (0, 2, "")))
+        assert type(first) is Pending and type(second) is Pending
+        # the first caller starts waiting, then gives up, before the fsync ran
+        waiting = first.wait()
+        waiting.send(None)  # suspended on its future
+        waiting.close()
+        assert first.future is not None
+        first.future.cancel()
+        resp = await asyncio.wait_for(second.wait(), 5)
+        assert resp.topics[0].partitions[0].error_code == 0
+        fetched = await runtime.call(rq.OffsetFetch((rq.FetchGroup(GROUP, None),)))
+        assert fetched.groups[0].topics[0].partitions[0].committed_offset == 2
+        await runtime.stop()
+        await durability.stop()
+
+    asyncio.run(main())
+    # its own write is completed too (applied, not dropped by an error midway)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -64,16 +64,18 @@ class Pending:
         self.future: asyncio.Future[Any] | None = None
 
     def done(self) -> bool:
-        return self.filled
+        # a caller that stopped waiting (its connection closed) cancelled the
+        # future: its answer, when the write completes, goes nowhere
+        return self.filled or (self.future is not None and self.future.done())
 
     def set_result(self, value: Any) -> None:
         self.filled, self.value = True, value
-        if self.future is not None:
+        if self.future is not None and not self.future.done():
             self.future.set_result(value)
 
     def set_exception(self, error: BaseException) -> None:
         self.filled, self.error = True, error
-        if self.future is not None:
+        if self.future is not None and not self.future.done():
             self.future.set_exception(error)
 
     def cancel(self) -> None:
