@@ -72,6 +72,14 @@ PROPERTIES: tuple[Property, ...] = (
         "asyncio: the standard event loop; uvloop: libuv's drop-in loop, fewer "
         "CPU microseconds per request (needs the uvloop extra: pip install 'muster[uvloop]').",
     ),
+    Property(
+        "muster.poll.spin.us",
+        int,
+        0,
+        "Busy polling (asyncio loop only): after its last event the loop polls without "
+        "sleeping this long, so a request-answer client's next request finds it hot; "
+        "lower latency, CPU burned while waiting (0: off).",
+    ),
     Property("connections.max.idle.ms", int, 600000, "Close idle or half-sent connections."),
     Property("max.connections", int, 2147483647, "Connections at once; more are closed."),
     Property("max.connections.per.ip", int, 2147483647, "Connections from one address."),

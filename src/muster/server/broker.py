@@ -332,8 +332,20 @@ async def serve_until_signalled(
 def loop_factory(config: BrokerConfig) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop `muster.event.loop` names (None: asyncio's own)."""
     name = config["muster.event.loop"]
+    spin_us = int(config["muster.poll.spin.us"])
+    if spin_us < 0:
+        raise StartupError(f"muster.poll.spin.us must be 0 (off) or more, not {spin_us}.")
     if name == "asyncio":
-        return None
+        if spin_us == 0:
+            return None
+        from muster.server.spin_selector import SpinningSelector
+
+        return lambda: asyncio.SelectorEventLoop(SpinningSelector(spin_us / 1e6))
+    if spin_us and name == "uvloop":
+        raise StartupError(
+            "muster.poll.spin.us works with the standard loop only (libuv polls for itself).\n"
+            "Unset it, or leave muster.event.loop unset."
+        )
     if name != "uvloop":
         raise StartupError(
             f"muster.event.loop must be asyncio or uvloop, not {name!r}.\n"
