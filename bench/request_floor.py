@@ -10,7 +10,13 @@ on an event loop. Brokers, each started fresh in every run (order rotated):
 * ``floor-streams``: the same answers read through asyncio's StreamReader
   (``readexactly`` twice per request, as muster reads), asyncio's loop;
 * ``muster-never`` (``muster.fsync=never``), ``muster-uvloop`` (the same on
-  ``muster.event.loop=uvloop``), ``tansu``, ``kfake``.
+  ``muster.event.loop=uvloop``), ``muster-spin`` (``fsync=never`` with busy
+  polling, ``muster.poll.spin.us``: ``--spin-us``, 500 by default),
+  ``tansu``, ``kfake``.
+
+``--pin`` puts every broker thread on CPU 0 and the clients (this process's
+threads) on CPU 1, the same for every broker: the scheduler no longer moves
+the broker between the cores of the client's wake-ups, so its caches stay warm.
 
 Against each: request_path.py's sync-commit loops (one confluent-kafka
 consumer, one kafka-python consumer; commits/s, the last offset read back) and
@@ -38,13 +44,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common
 from groups import confluent_committer, kafka_python_committer, run_in_thread
 from request_path import cpu_ns
+from saturate import pin
 from rich.table import Table
 
 FLOORS = ("floor-asyncio", "floor-uvloop", "floor-streams")
-BROKERS = (*FLOORS, "muster-never", "muster-uvloop", "tansu", "kfake")
+BROKERS = (*FLOORS, "muster-never", "muster-uvloop", "muster-spin", "tansu", "kfake")
 DEFAULT = ("floor-asyncio", "floor-uvloop", "floor-streams", "muster-never", "tansu", "kfake")
 PEERS = ("tansu", "kfake")
 HERE = Path(__file__).resolve().parent
+BROKER_CPU, CLIENT_CPU = 0, 1
+PIN = [False]  # --pin
+SPIN_US = [500]  # muster-spin's muster.poll.spin.us (--spin-us)
 
 Values = dict[str, dict[str, list[float]]]
 
@@ -58,6 +68,8 @@ def start(name: str) -> common.Broker:
         extra = {"muster.fsync": "never"}
         if name == "muster-uvloop":
             extra["muster.event.loop"] = "uvloop"
+        if name == "muster-spin":
+            extra["muster.poll.spin.us"] = str(SPIN_US[0])
         b = common.start_muster(extra)
         b.name = name
         return b
@@ -78,6 +90,9 @@ def start(name: str) -> common.Broker:
 
 def one_broker(name: str, seconds: float, values: Values) -> None:
     b = start(name)
+    if PIN[0]:
+        assert b.proc is not None
+        pin(b.proc.pid, BROKER_CPU)
     put = values.setdefault(name, {})
     try:
         topic = f"rf-{uuid.uuid4().hex[:8]}"
@@ -132,7 +147,19 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="length of each commit loop")
     ap.add_argument("--brokers", default=",".join(DEFAULT))
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="every broker thread on CPU 0, the clients (this process) on CPU 1",
+    )
+    ap.add_argument(
+        "--spin-us", type=int, default=500, help="muster-spin's muster.poll.spin.us (busy polling)"
+    )
     args = ap.parse_args()
+    SPIN_US[0] = args.spin_us
+    PIN[0] = args.pin
+    if args.pin:
+        os.sched_setaffinity(0, {CLIENT_CPU})  # the client threads made later inherit it
     common.install_signal_handlers()
     brokers = [b for b in args.brokers.split(",") if b]
     for b in brokers:
