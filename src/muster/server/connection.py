@@ -460,10 +460,10 @@ class Connection:
                 # one send per answer: each send on loopback wakes the client
                 self.writer.write(prefix + body)
         if len(order) < MAX_PIPELINED:
-            if self._push is not None:
-                self._release()
-            else:
+            if self._push is None:
                 self._room.set()
+            elif self._push.held:
+                self._release()
 
 
 def _start(run: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
