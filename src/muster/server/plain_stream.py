@@ -10,10 +10,10 @@ Here a small request is cut, decoded, handled and usually answered within the
 one callback that received it.
 
 Frames whole in one receive are sliced out of it (a copy of the frame, as
-`readexactly` made); a frame that spans receives gets a buffer of its own
-size once its size is known and every later receive is copied into it
-directly, so a megabyte Produce is copied once (the stream layer copied it
-twice). While the connection holds (answers owed past its pipelining limit,
+`readexactly` made); the receives of a frame that spans several are kept as
+they came and joined once it is whole, so a megabyte Produce is copied once
+(the stream layer copied it twice), and memory follows the bytes received,
+not the size a prefix claims. While the connection holds (answers owed past its pipelining limit,
 a full send buffer, a big frame decoding in a worker thread), the transport
 stops reading and what was received stays buffered, in arrival order.
 """
@@ -56,8 +56,8 @@ class PlainStream(asyncio.Protocol):
         # bytes received and not yet cut into frames: _pending[_pos:]
         self._pending: bytes | bytearray | memoryview = b""
         self._pos = 0
-        # a frame spanning receives: its own buffer and how much of it came
-        self._frame: bytearray | None = None
+        # a frame spanning receives (of `size` bytes): what came, how much
+        self._parts: list[bytes | memoryview] | None = None
         self._got = 0
         self.held = False  # no frames handed over (and no reading) meanwhile
         self._stopped = False  # no more frames: end of stream, a refused frame, a stop
@@ -83,14 +83,16 @@ class PlainStream(asyncio.Protocol):
         self._task = loop.create_task(self._accept(self, self))
 
     def data_received(self, data: bytes) -> None:
-        frame = self._frame
-        if frame is not None and self._got < len(frame):
-            got, n = self._got, len(frame)
-            take = min(n - got, len(data))
-            frame[got : got + take] = data if take == len(data) else memoryview(data)[:take]
-            self._got = got + take
+        parts = self._parts
+        if parts is not None and self._got < self.size:
+            # the receives of a frame under way are kept as they came and
+            # joined once it is whole: memory follows what arrived, not what
+            # a size prefix claims
+            take = min(self.size - self._got, len(data))
+            parts.append(data if take == len(data) else memoryview(data)[:take])
+            self._got += take
             if take == len(data):
-                if self._got == n:
+                if self._got == self.size:
                     self._pump()
                 return
             rest: bytes | memoryview = memoryview(data)[take:]
@@ -191,21 +193,21 @@ class PlainStream(asyncio.Protocol):
         if self._stopped or self.held:
             return
         assert self._loop is not None
-        if self._frame is None:
+        if self._parts is None:
             self.phase = SIZE
             self.since = self._loop.time()
         elif self.phase == BLOCKED:  # a frame under way since before the hold
             self.phase = BODY
             self.since = self._loop.time()
 
-    def _cut(self) -> bytes | memoryview | None:
+    def _cut(self) -> bytes | None:
         """The next whole frame, or None (what came of the next one is kept)."""
-        frame = self._frame
-        if frame is not None:
-            if self._got < len(frame):
+        parts = self._parts
+        if parts is not None:
+            if self._got < self.size:
                 return None
-            self._frame = None
-            return memoryview(frame).toreadonly()
+            self._parts = None
+            return b"".join(parts)  # the one copy of a frame that spanned receives
         pending, pos = self._pending, self._pos
         have = len(pending) - pos
         if have < 4:
@@ -218,16 +220,14 @@ class PlainStream(asyncio.Protocol):
         if end <= len(pending):
             self._pos = end
             return bytes(pending[pos + 4 : end])
-        # the rest comes in later receives, straight into a buffer of its own
-        frame = self._frame = bytearray(size)
+        # the rest comes in later receives
+        self._parts = [memoryview(pending)[pos + 4 :]] if have > 4 else []
+        self._got = have - 4
+        self._pending, self._pos = b"", 0
         # Kafka's idle bound resets on any byte; here a request must arrive
         # whole within connections.max.idle.ms of its size
         assert self._loop is not None
         self.phase, self.since, self.size = BODY, self._loop.time(), size
-        got = have - 4
-        frame[:got] = memoryview(pending)[pos + 4 :]
-        self._got = got
-        self._pending, self._pos = b"", 0
         return None
 
     # ---- the writer's side ---------------------------------------------------
