@@ -11,27 +11,17 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from muster.protocol.client_codec import decode_response, encode_request
-from tests.protocol.test_pipelining import frame, long_poll_fetch
+from tests.protocol.test_pipelining import frame, long_poll_fetch, read_frame
 from tests.support.brokers import MusterProcess, peer_closed
 from tests.wire.clients import create_topic
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
-    b = MusterProcess(tmp_path_factory.mktemp("plain") / "data").start()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def _api_versions(correlation: int) -> bytes:
@@ -46,20 +36,6 @@ def _metadata(correlation: int, names: list[str]) -> bytes:
         "include_topic_authorized_operations": False,
     }
     return encode_request(METADATA, 12, correlation, "plain", body)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(min(n - len(data), 1 << 20))
-        assert chunk, "closed by the broker"
-        data += chunk
-    return bytes(data)
-
-
-def _answer(sock: socket.socket) -> bytes:
-    (size,) = struct.unpack(">i", _exactly(sock, 4))
-    return _exactly(sock, size)
 
 
 def _correlation(answer: bytes) -> int:
@@ -77,12 +53,12 @@ def _connect(port: int) -> socket.socket:
 
 
 def test_many_whole_frames_in_one_send_are_answered_in_request_order(
-    broker: MusterProcess,
+    shared_muster: MusterProcess,
 ) -> None:
     requests = [_api_versions(i) if i % 2 else _metadata(i, [f"absent-{i}"]) for i in range(1, 201)]
-    with _connect(broker.port) as sock:
+    with _connect(shared_muster.port) as sock:
         sock.sendall(b"".join(requests))
-        answers = [_answer(sock) for _ in requests]
+        answers = [read_frame(sock) for _ in requests]
     assert [_correlation(a) for a in answers] == list(range(1, 201))
     meta = _decoded(answers[1], METADATA, 12)
     assert [t.name for t in meta.topics] == ["absent-2"]
@@ -90,7 +66,7 @@ def test_many_whole_frames_in_one_send_are_answered_in_request_order(
     assert versions.error_code == 0 and len(versions.api_keys) > 10
 
 
-def test_frames_split_anywhere_across_sends_are_answered(broker: MusterProcess) -> None:
+def test_frames_split_anywhere_across_sends_are_answered(shared_muster: MusterProcess) -> None:
     # a big Metadata request (decoded in a worker thread), then two small ones
     names = [f"absent-topic-with-a-long-name-{i:06d}" for i in range(5_000)]
     big = _metadata(7, names)
@@ -98,14 +74,14 @@ def test_frames_split_anywhere_across_sends_are_answered(broker: MusterProcess) 
     stream = _api_versions(5) + big + _api_versions(8) + _metadata(9, ["m"])
     # pieces of every size from 1 byte, so a boundary falls inside the size
     # prefix, inside a header and inside the big frame's body
-    with _connect(broker.port) as sock:
+    with _connect(shared_muster.port) as sock:
         pos, step = 0, 1
         while pos < len(stream):
             sock.sendall(stream[pos : pos + step])
             pos += step
             step = step * 3 + 1 if step < 60_000 else 1
             time.sleep(0.001)
-        answers = [_answer(sock) for _ in range(4)]
+        answers = [read_frame(sock) for _ in range(4)]
     assert [_correlation(a) for a in answers] == [5, 7, 8, 9]
     meta = _decoded(answers[1], METADATA, 12)
     assert [t.name for t in meta.topics] == names
@@ -113,18 +89,18 @@ def test_frames_split_anywhere_across_sends_are_answered(broker: MusterProcess) 
 
 
 def test_more_requests_parked_than_the_pipelining_limit_wait_their_turn(
-    broker: MusterProcess,
+    shared_muster: MusterProcess,
 ) -> None:
     # Long polls of an empty partition: each is parked for max_wait. At most
     # 128 are parked at once; the connection reads the rest only as answers
     # leave, so 400 of them take ~4 rounds of max_wait, in order.
-    create_topic(broker.bootstrap, "parked")
+    create_topic(shared_muster.bootstrap, "parked")
     n, wait_ms = 400, 400
     fetch = long_poll_fetch("parked", wait_ms)
-    with _connect(broker.port) as sock:
+    with _connect(shared_muster.port) as sock:
         started = time.monotonic()
         sock.sendall(b"".join(frame(1, 11, i, fetch, flexible=False) for i in range(n)))
-        answers = [_answer(sock) for _ in range(n)]
+        answers = [read_frame(sock) for _ in range(n)]
         elapsed = time.monotonic() - started
     assert [_correlation(a) for a in answers] == list(range(n))
     assert elapsed >= 3 * wait_ms / 1000 * 0.9  # not all parked at once
@@ -133,7 +109,7 @@ def test_more_requests_parked_than_the_pipelining_limit_wait_their_turn(
 
 
 def test_a_client_that_does_not_read_its_answers_is_not_read_either(
-    broker: MusterProcess,
+    shared_muster: MusterProcess,
 ) -> None:
     # 60,000 ApiVersions requests (1.7 MB) sent at once, ~27 MB of answers.
     # Once the client's receive buffer and the broker's send buffers are
@@ -141,18 +117,18 @@ def test_a_client_that_does_not_read_its_answers_is_not_read_either(
     # the client reads nothing, rather than answers piling up in its memory.
     n = 60_000
     requests = b"".join(_api_versions(i) for i in range(n))
-    assert broker.proc is not None
+    assert shared_muster.proc is not None
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.settimeout(60)
-        sock.connect(("127.0.0.1", broker.port))
+        sock.connect(("127.0.0.1", shared_muster.port))
         sender = threading.Thread(target=sock.sendall, args=(requests,), daemon=True)
         sender.start()
         time.sleep(2.0)  # the buffers fill
-        before = _cpu_s(broker.proc.pid)
+        before = _cpu_s(shared_muster.proc.pid)
         time.sleep(1.0)
-        busy = _cpu_s(broker.proc.pid) - before
-        answers = [_correlation(_answer(sock)) for _ in range(n)]
+        busy = _cpu_s(shared_muster.proc.pid) - before
+        answers = [_correlation(read_frame(sock)) for _ in range(n)]
         sender.join(10)
     assert busy < 0.15, f"the broker worked {busy:.2f} s of the second nobody read its answers"
     assert answers == list(range(n))
@@ -173,32 +149,32 @@ def _cpu_s(pid: int) -> float:
     ],
 )
 def test_a_refused_frame_size_closes_with_one_log_line(
-    broker: MusterProcess, prefix: bytes, line: str
+    shared_muster: MusterProcess, prefix: bytes, line: str
 ) -> None:
-    with _connect(broker.port) as sock:
+    with _connect(shared_muster.port) as sock:
         # a good request first, then the bad size split over two sends
         sock.sendall(_api_versions(1) + prefix[:2])
-        assert _correlation(_answer(sock)) == 1
+        assert _correlation(read_frame(sock)) == 1
         time.sleep(0.05)
         sock.sendall(prefix[2:] + b"\x00" * 8)
         assert peer_closed(sock, 10)
     deadline = time.monotonic() + 5
-    while line not in broker.log_text() and time.monotonic() < deadline:
+    while line not in shared_muster.log_text() and time.monotonic() < deadline:
         time.sleep(0.05)
-    log = broker.log_text()
+    log = shared_muster.log_text()
     assert line in log
     assert "Traceback" not in log
 
 
 def test_confluent_producer_with_many_requests_in_flight_round_trips(
-    broker: MusterProcess, tmp_path: Path
+    shared_muster: MusterProcess,
 ) -> None:
     from confluent_kafka import Consumer, Producer
 
-    create_topic(broker.bootstrap, "burst", partitions=4)
+    create_topic(shared_muster.bootstrap, "burst", partitions=4)
     producer = Producer(
         {
-            "bootstrap.servers": broker.bootstrap,
+            "bootstrap.servers": shared_muster.bootstrap,
             "linger.ms": 5,
             "batch.size": 64 * 1024,
             "max.in.flight.requests.per.connection": 5,
@@ -216,7 +192,7 @@ def test_confluent_producer_with_many_requests_in_flight_round_trips(
     assert producer.flush(60) == 0
     consumer = Consumer(
         {
-            "bootstrap.servers": broker.bootstrap,
+            "bootstrap.servers": shared_muster.bootstrap,
             "group.id": "burst-reader",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
