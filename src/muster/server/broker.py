@@ -25,7 +25,6 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.listen import start_listener, tls_handshake
-from muster.server.malloc import tune_malloc
 from muster.server.plain_stream import PlainStream
 from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.startup import (
@@ -352,6 +351,5 @@ def loop_factory(config: BrokerConfig) -> Callable[[], asyncio.AbstractEventLoop
 def run(config: BrokerConfig) -> None:
     """Runs the broker in the foreground until SIGTERM or SIGINT."""
     setup_logging(config["muster.log.level"])
-    tune_malloc()
     with asyncio.Runner(loop_factory=loop_factory(config)) as runner:
         runner.run(serve_until_signalled(config))
