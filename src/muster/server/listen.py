@@ -24,7 +24,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from muster.server.plain_stream import PlainStream
+from muster.server.plain_stream import PlainStream, prime_allocator
 from muster.server.tls_stream import TlsStream
 
 log = logging.getLogger("muster.broker")
@@ -53,6 +53,7 @@ async def start_listener(
     `tls_handshake` first)."""
     loop = asyncio.get_running_loop()
     if tls is None:
+        prime_allocator()
         return await loop.create_server(lambda: PlainStream(accept), sock=sock)
     return await loop.create_server(lambda: TlsStream(tls, accept, TLS_BACKLOG), sock=sock)
 
