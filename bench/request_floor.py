@@ -44,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common
 from groups import confluent_committer, kafka_python_committer, run_in_thread
 from request_path import cpu_ns
-from saturate import pin
 from rich.table import Table
+from saturate import pin
 
 FLOORS = ("floor-asyncio", "floor-uvloop", "floor-streams")
 BROKERS = (*FLOORS, "muster-never", "muster-uvloop", "muster-spin", "tansu", "kfake")
