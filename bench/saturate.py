@@ -37,6 +37,10 @@ from rich.table import Table
 from throughput import DEFAULT_BIN, PHASE_TIMEOUT_S, Case, fetch_argv, produce_argv
 
 BROKER_CPU, LOAD_CPU = 0, 1
+# librdkafka leaves Nagle on by default: the tail of a request can wait for
+# the ACK of its head, and the broker's delayed ACK holds that 40 ms (seen as
+# steps where neither the broker nor the clients are busy, in any broker)
+NO_NAGLE = ("-X", "socket.nagle.disable=true")
 CASES = {f"{s}B-p{p}": Case(s, "none", p) for s in (100, 1024) for p in (1, 8)}
 Sample = tuple[float, float]  # (MB/s, broker core share)
 
@@ -97,11 +101,13 @@ def one_broker(name: str, args: argparse.Namespace, cases: list[str], out: dict)
                 common.create_topic(b.bootstrap, topic, case.partitions)
                 share = count // k
                 produce = [
-                    produce_argv(args.binary, b.bootstrap, topic, case, share) for _ in range(k)
+                    [*produce_argv(args.binary, b.bootstrap, topic, case, share), *NO_NAGLE]
+                    for _ in range(k)
                 ]
                 mbs, core = step(b, produce, share * k * case.size)
                 fetch = [
-                    fetch_argv(args.binary, b.bootstrap, topic, case, share * k) for _ in range(k)
+                    [*fetch_argv(args.binary, b.bootstrap, topic, case, share * k), *NO_NAGLE]
+                    for _ in range(k)
                 ]
                 fmbs, fcore = step(b, fetch, share * k * case.size * k)
                 for phase, sample in (("produce", (mbs, core)), ("fetch", (fmbs, fcore))):
