@@ -80,7 +80,7 @@ async def serve_frames(
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
-    server = await start_listener(accept, sock, limit, server_context(certs))
+    server = await start_listener(accept, sock, server_context(certs))
     try:
         await asyncio.wait_for(asyncio.to_thread(run_client, sock.getsockname()[1]), 60)
         await asyncio.sleep(0.2)  # the last frames' reads
@@ -145,7 +145,7 @@ def test_a_reader_that_stops_reading_stops_the_socket_being_read(certs: Path, lo
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
-        server = await start_listener(accept, sock, 1 << 20, server_context(certs))
+        server = await start_listener(accept, sock, server_context(certs))
         done = threading.Event()
 
         def run() -> None:
@@ -182,7 +182,7 @@ def test_a_plaintext_client_fails_the_handshake_with_a_reason(
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
-        server = await start_listener(accept, sock, 1 << 20, server_context(certs))
+        server = await start_listener(accept, sock, server_context(certs))
         await asyncio.wait_for(asyncio.to_thread(run, sock.getsockname()[1]), 30)
         server.close()
 

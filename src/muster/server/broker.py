@@ -25,6 +25,7 @@ from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 from muster.server.listen import start_listener, tls_handshake
+from muster.server.plain_stream import PlainStream
 from muster.server.security import BrokerSecurity, ServedListener
 from muster.server.startup import (
     DataDirLock,
@@ -94,9 +95,7 @@ class Broker:
             for served, sock in zip(security.served, socks, strict=True):
                 li = served.listener
                 try:
-                    server = await start_listener(
-                        partial(self._accept, served), sock, 1 << 20, served.ssl
-                    )
+                    server = await start_listener(partial(self._accept, served), sock, served.ssl)
                 except OSError as exc:
                     # SO_REUSEADDR lets two sockets bind one port while neither
                     # listens: a broker started at the same moment on the same port
@@ -208,8 +207,8 @@ class Broker:
     async def _accept(
         self,
         served: ServedListener,
-        reader: asyncio.StreamReader | TlsStream,
-        writer: asyncio.StreamWriter | TlsStream,
+        reader: PlainStream | TlsStream,
+        writer: PlainStream | TlsStream,
     ) -> None:
         assert self.state is not None
         peer = writer.get_extra_info("peername")

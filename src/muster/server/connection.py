@@ -30,6 +30,7 @@ from muster.server.api_table import ApiEntry
 from muster.server.clock import now_ms
 from muster.server.handlers.api_versions import supported_versions
 from muster.server.listen import looks_like_tls
+from muster.server.plain_stream import BLOCKED, BODY, SIZE, PlainStream
 from muster.server.state import BrokerState, RequestContext
 from muster.server.tls_stream import TlsStream
 
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">i")
 MAX_PIPELINED = 128
-_SIZE, _BODY, _BLOCKED = 0, 1, 2  # what the read loop waits for
 _JOIN_LIMIT = 64 * 1024
 # a request frame this large is decoded off the loop, but Produce: its records
 # stay bytes, so a megabyte of them decodes in microseconds
@@ -77,8 +77,8 @@ class Connection:
         self,
         state: BrokerState,
         table: dict[int, ApiEntry],
-        reader: asyncio.StreamReader | TlsStream,
-        writer: asyncio.StreamWriter | TlsStream,
+        reader: asyncio.StreamReader | TlsStream | PlainStream,
+        writer: asyncio.StreamWriter | TlsStream | PlainStream,
         session: Session | None = None,
     ) -> None:
         self.state = state
@@ -87,6 +87,11 @@ class Connection:
         self.table = table
         self.reader = reader
         self.writer = writer
+        # A plaintext connection pushes each whole frame to `frame` as it is
+        # received (plain_stream.py); a TLS one is read by `_read_requests`.
+        self._push = reader if isinstance(reader, PlainStream) else None
+        self._decoding: asyncio.Task[None] | None = None  # a big frame, in a thread
+        self._limit = int(state.config["socket.request.max.bytes"])
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.host = peer[0] if isinstance(peer, tuple) else "unknown"
@@ -100,20 +105,24 @@ class Connection:
         self._inflight: list[asyncio.Task[Any]] = []
         self._barrier: asyncio.Task[Any] | None = None
         self._drain_s = 0.0  # > 0 once the broker is stopping (see drain)
-        # The idle bound without a timer per read: the read loop notes when
-        # its current wait began (`_since`, loop time) and what it waits for
-        # (`_phase`), and one watchdog per connection, armed for the earliest
-        # possible deadline, re-arms itself for the real one when it fires.
-        self._since = 0.0
-        self._phase = _SIZE
+        # The idle bound without a timer per read: the reader (the read loop,
+        # or the PlainStream) notes when its current wait began (`since`, loop
+        # time) and what it waits for (`phase`), and one watchdog per
+        # connection, armed for the earliest possible deadline, re-arms itself
+        # for the real one when it fires.
+        self.since = 0.0
+        self.phase = SIZE
+        self.size = 0
         self._expired: str | None = None  # why the watchdog closed the connection
         self._watchdog: asyncio.TimerHandle | None = None
         self._idle_s = 0.0
-        self._size = 0
 
     async def serve(self) -> None:
         try:
-            await self._read_requests()
+            if self._push is not None:
+                await self._take_requests(self._push)
+            else:
+                await self._read_requests()
         except ProtocolViolation as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -127,6 +136,10 @@ class Connection:
         finally:
             if self._watchdog is not None:
                 self._watchdog.cancel()
+            if self._push is not None:
+                self._push.feed_eof()
+                if self._decoding is not None:
+                    self._decoding.cancel()
             if self._drain_s > 0 and self._inflight:
                 # A graceful stop: requests already read are answered (a write
                 # appended and being fsynced, a commit), within the bound.
@@ -146,34 +159,16 @@ class Connection:
         self.reader.feed_eof()
 
     async def _read_requests(self) -> None:
-        limit = int(self.state.config["socket.request.max.bytes"])
-        self._idle_s = idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
-        loop = asyncio.get_running_loop()
+        """The TLS connection's read loop (a plaintext one pushes, see frame)."""
         task = asyncio.current_task()
         assert task is not None
-        self._since = loop.time()
-        self._watchdog = loop.call_at(self._since + idle_s, self._watch, task)
+        loop = self._arm_watchdog(task)
         reader = self.reader
         while True:
-            prefix = await reader.readexactly(4)
-            (size,) = _LENGTH.unpack(prefix)
-            # until authenticated, Kafka's smaller sasl.server.max.receive.size
-            cap = self.session.frame_limit(limit)
-            if size < (0 if self.session.raw_tokens else 8) or size > cap:
-                if looks_like_tls(prefix):
-                    raise ProtocolViolation(
-                        f"a TLS handshake on {self.session.listener.protocol} listener "
-                        f"{self.session.listener.name}; is the client configured for "
-                        "security.protocol=SSL or SASL_SSL?"
-                    )
-                raise ProtocolViolation(f"frame of {size} bytes (limit {cap})")
-            # Kafka has no read timeout per request, only the idle one, which
-            # any byte resets: one byte a second would hold a connection (and
-            # its buffer) for ever. Here a request must arrive whole within
-            # connections.max.idle.ms of its size.
-            self._since = loop.time()
-            self._phase = _BODY
-            self._size = size
+            size = self.frame_size(bytes(await reader.readexactly(4)))
+            self.since = loop.time()
+            self.phase = BODY
+            self.size = size
             frame = await reader.readexactly(size)
             if size >= _OFFLOAD_BYTES and frame[:2] != _PRODUCE:
                 await self._dispatch_large(frame)
@@ -182,36 +177,119 @@ class Connection:
             # Backpressure: no new request while too many answers are owed or
             # the socket's send buffer is full.
             if len(self._order) >= MAX_PIPELINED or self.writer.transport.get_write_buffer_size():
-                self._phase = _BLOCKED
+                self.phase = BLOCKED
                 while len(self._order) >= MAX_PIPELINED:
                     self._room.clear()
                     await self._room.wait()
                 await self.writer.drain()
-            self._since = loop.time()
-            self._phase = _SIZE
+            self.since = loop.time()
+            self.phase = SIZE
 
-    def _watch(self, task: asyncio.Task[Any]) -> None:
+    async def _take_requests(self, stream: PlainStream) -> None:
+        """A plaintext connection: the stream hands each whole frame to
+        `frame`, in the callback that received it; this task only waits for
+        the end (the peer's, a refused frame, the watchdog's or a stop)."""
+        self._arm_watchdog(None)
+        stream.attach(self)
+        assert stream.ended is not None
+        await stream.ended
+        if self._expired is not None:
+            raise ProtocolViolation(self._expired)
+
+    def _arm_watchdog(self, task: asyncio.Task[Any] | None) -> asyncio.AbstractEventLoop:
+        self._idle_s = int(self.state.config["connections.max.idle.ms"]) / 1000
+        loop = asyncio.get_running_loop()
+        self.since = loop.time()
+        self._watchdog = loop.call_at(self.since + self._idle_s, self._watch, task)
+        return loop
+
+    def frame_size(self, prefix: bytes) -> int:
+        """The size a frame's 4-byte prefix gives, or ProtocolViolation."""
+        (size,) = _LENGTH.unpack(prefix)
+        # until authenticated, Kafka's smaller sasl.server.max.receive.size
+        cap = self.session.frame_limit(self._limit)
+        if size < (0 if self.session.raw_tokens else 8) or size > cap:
+            if looks_like_tls(prefix):
+                raise ProtocolViolation(
+                    f"a TLS handshake on {self.session.listener.protocol} listener "
+                    f"{self.session.listener.name}; is the client configured for "
+                    "security.protocol=SSL or SASL_SSL?"
+                )
+            raise ProtocolViolation(f"frame of {size} bytes (limit {cap})")
+        return size
+
+    def frame(self, frame: bytes | memoryview) -> None:
+        """One whole frame from the PlainStream, handled here and now."""
+        stream = self._push
+        assert stream is not None
+        if len(frame) >= _OFFLOAD_BYTES and frame[:2] != _PRODUCE:
+            admitted = self._admit(frame)
+            if admitted is not None:
+                # later frames wait (in arrival order) until it is launched
+                stream.hold()
+                self._decoding = asyncio.ensure_future(self._decode_large(admitted, frame))
+                return
+        else:
+            self._dispatch(frame)
+        # Backpressure: no new request while too many answers are owed or
+        # the socket's send buffer is full.
+        if len(self._order) >= MAX_PIPELINED or stream.writing_paused:
+            stream.hold()
+
+    def writable(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Lets the PlainStream hand over frames again if nothing holds it."""
+        stream = self._push
+        if (
+            stream is not None
+            and self._decoding is None
+            and len(self._order) < MAX_PIPELINED
+            and not stream.writing_paused
+        ):
+            stream.release()
+
+    async def _decode_large(self, admitted: _Admitted, frame: bytes | memoryview) -> None:
+        stream = self._push
+        assert stream is not None
+        try:
+            self._launch(admitted, *await asyncio.to_thread(_decode, admitted, frame))
+        except Exception as exc:
+            stream.fail(exc)
+            return
+        finally:
+            self._decoding = None
+        self._release()
+
+    def _watch(self, task: asyncio.Task[Any] | None) -> None:
         """The watchdog: closes a connection idle (or mid-request) too long."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        deadline = self._since + self._idle_s
+        reading = self if self._push is None else self._push
+        deadline = reading.since + self._idle_s
         if now < deadline:
             self._watchdog = loop.call_at(deadline, self._watch, task)
             return
-        if self._phase == _BLOCKED or (
-            self._phase == _SIZE and any(not t.done() for t in self._inflight)
+        if reading.phase == BLOCKED or (
+            reading.phase == SIZE and any(not t.done() for t in self._inflight)
         ):
             # answers are still owed (a long poll, a join) or not yet taken
             # by the client: not idle
-            self._since = now
+            reading.since = now
             self._watchdog = loop.call_at(now + self._idle_s, self._watch, task)
             return
         self._watchdog = None
-        if self._phase == _SIZE:
+        if reading.phase == SIZE:
             self._expired = f"idle for {self._idle_s:.0f}s"
         else:
-            self._expired = f"request of {self._size} bytes not received within {self._idle_s:.0f}s"
-        task.cancel()
+            self._expired = (
+                f"request of {reading.size} bytes not received within {self._idle_s:.0f}s"
+            )
+        if task is not None:
+            task.cancel()
+        elif self._push is not None:
+            self._push.feed_eof()
 
     def _dispatch(self, frame: bytes | memoryview) -> None:
         admitted = self._admit(frame)
@@ -382,7 +460,10 @@ class Connection:
                 # one send per answer: each send on loopback wakes the client
                 self.writer.write(prefix + body)
         if len(order) < MAX_PIPELINED:
-            self._room.set()
+            if self._push is None:
+                self._room.set()
+            elif self._push.held:
+                self._release()
 
 
 def _start(run: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:

@@ -1,5 +1,6 @@
-"""Accepting connections: the stream protocol every listener serves, and the
-TLS handshake a TLS listener runs on each connection before its first frame.
+"""Accepting connections: the protocol every listener serves (plain_stream.py
+or tls_stream.py), and the TLS handshake a TLS listener runs on each
+connection before its first frame.
 
 A TLS listener runs each connection's handshake itself rather than handing
 `ssl=` to `start_server`: asyncio reports a failed server-side handshake only
@@ -23,6 +24,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from muster.server.plain_stream import PlainStream, prime_allocator
 from muster.server.tls_stream import TlsStream
 
 log = logging.getLogger("muster.broker")
@@ -43,14 +45,16 @@ _TLS_RECORD_START = (0x16, 0x03)
 
 
 async def start_listener(
-    accept: Accept, sock: socket.socket, limit: int, tls: ssl.SSLContext | None
+    accept: Accept, sock: socket.socket, tls: ssl.SSLContext | None
 ) -> asyncio.base_events.Server:
-    """Serve `sock`: each connection's reader and writer go to `accept` (which,
-    on a TLS listener, gets one TlsStream as both and calls `tls_handshake`
-    first)."""
-    if tls is None:
-        return await asyncio.start_server(accept, sock=sock, limit=limit)
+    """Serve `sock`: each connection goes to `accept` as its reader and writer
+    in one: a PlainStream (which pushes whole frames to the connection), or
+    on a TLS listener a TlsStream (read by the connection; `accept` calls
+    `tls_handshake` first)."""
     loop = asyncio.get_running_loop()
+    if tls is None:
+        prime_allocator()
+        return await loop.create_server(lambda: PlainStream(accept), sock=sock)
     return await loop.create_server(lambda: TlsStream(tls, accept, TLS_BACKLOG), sock=sock)
 
 
