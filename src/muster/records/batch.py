@@ -167,6 +167,9 @@ def set_log_append_time(buf: bytearray | memoryview, header: BatchHeader, now_ms
 
 
 def zigzag_encode(value: int, out: bytearray) -> None:
+    if 0 <= value < 0x40:  # one byte: most deltas and lengths of small records
+        out.append(value << 1)
+        return
     raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     while raw >= 0x80:
         out.append((raw & 0x7F) | 0x80)
@@ -250,17 +253,19 @@ def encode_record(
     headers: Iterable[tuple[str, bytes | None]] = (),
     attributes: int = 0,
 ) -> None:
-    body = bytearray()
-    body.append(attributes & 0xFF)
+    body = bytearray((attributes & 0xFF,))
     zigzag_encode(timestamp_delta, body)
     zigzag_encode(offset_delta, body)
     _write_bytes(key, body)
     _write_bytes(value, body)
-    headers = list(headers)
-    zigzag_encode(len(headers), body)
-    for hkey, hval in headers:
-        _write_bytes(hkey.encode("utf-8"), body)
-        _write_bytes(hval, body)
+    if not headers:
+        body.append(0)  # zigzag(0): no headers
+    else:
+        headers = list(headers)
+        zigzag_encode(len(headers), body)
+        for hkey, hval in headers:
+            _write_bytes(hkey.encode("utf-8"), body)
+            _write_bytes(hval, body)
     zigzag_encode(len(body), out)
     out += body
 
@@ -289,13 +294,25 @@ def build_batch(
     `last_offset_delta`, `base_timestamp` and `max_timestamp` override the
     derived header fields (the cleaner keeps the original batch's values).
     """
-    recs = [r if isinstance(r, Record) else Record(r[0], r[1]) for r in records]
-    offsets = [(r.offset - base_offset) if r.offset is not None else i for i, r in enumerate(recs)]
-    stamps = [r.timestamp if r.timestamp is not None else timestamp_ms for r in recs]
-    first_ts = base_timestamp if base_timestamp is not None else min(stamps, default=timestamp_ms)
     payload = bytearray()
-    for r, off, ts in zip(recs, offsets, stamps, strict=True):
-        encode_record(payload, off, ts - first_ts, r.key, r.value, r.headers, r.attributes)
+    count = len(records)
+    if all(type(r) is tuple for r in records):
+        # (key, value) pairs, as the coordinators write them (one per sync
+        # commit): sequential offsets, one timestamp, no Record objects
+        first_ts = base_timestamp if base_timestamp is not None else timestamp_ms
+        for delta, (key, value) in enumerate(records):  # type: ignore[misc]
+            encode_record(payload, delta, timestamp_ms - first_ts, key, value)
+        top_offset, top_ts = max(count - 1, 0), timestamp_ms if count else first_ts
+    else:
+        recs = [r if isinstance(r, Record) else Record(r[0], r[1]) for r in records]
+        offsets = [
+            (r.offset - base_offset) if r.offset is not None else i for i, r in enumerate(recs)
+        ]
+        stamps = [r.timestamp if r.timestamp is not None else timestamp_ms for r in recs]
+        first_ts = min(stamps, default=timestamp_ms) if base_timestamp is None else base_timestamp
+        for r, off, ts in zip(recs, offsets, stamps, strict=True):
+            encode_record(payload, off, ts - first_ts, r.key, r.value, r.headers, r.attributes)
+        top_offset, top_ts = max(offsets, default=0), max(stamps, default=first_ts)
     body = compression.compress(compression_type, payload)
     attributes = compression_type & COMPRESSION_MASK
     if log_append_time:
@@ -305,9 +322,9 @@ def build_batch(
     if control:
         attributes |= CONTROL_MASK
     if last_offset_delta is None:
-        last_offset_delta = max(offsets, default=0)
+        last_offset_delta = top_offset
     if max_timestamp is None:
-        max_timestamp = max(stamps, default=first_ts)
+        max_timestamp = top_ts
     out = bytearray(HEADER_SIZE)
     HEADER.pack_into(
         out,
@@ -324,7 +341,7 @@ def build_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        len(recs),
+        count,
     )
     out += body
     _UINT32.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))

@@ -20,9 +20,9 @@ from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
 from muster.log.latest import collect_log
 from muster.log.port import PartitionLog
+from muster.records.batch import build_batch
 from muster.records.errors import CodedError
 from muster.records.latest import TxnReplay
-from muster.records.plain_batch import plain_batch
 from muster.server.clock import now_ms
 from muster.server.durability import Durability
 
@@ -474,7 +474,7 @@ def _batches(
     all or nothing): an expiry step's tombstones or a big commit must not exceed
     the partition's max.message.bytes, as one batch of them would."""
     if len(records) == 1:  # a commit of one partition: nothing to split
-        return plain_batch(records, timestamp_ms, **kw)
+        return build_batch(records, timestamp_ms=timestamp_ms, **kw)
     out = bytearray()
     chunk: list[tuple[bytes, bytes | None]] = []
     size = _BATCH_OVERHEAD
@@ -482,9 +482,9 @@ def _batches(
         key, value = record
         grow = _RECORD_OVERHEAD + len(key) + (len(value) if value is not None else 0)
         if chunk and size + grow > limit:
-            out += plain_batch(chunk, timestamp_ms, **kw)
+            out += build_batch(chunk, timestamp_ms=timestamp_ms, **kw)
             chunk, size = [], _BATCH_OVERHEAD
         chunk.append(record)
         size += grow
-    out += plain_batch(chunk, timestamp_ms, **kw)
+    out += build_batch(chunk, timestamp_ms=timestamp_ms, **kw)
     return bytes(out)
