@@ -292,6 +292,10 @@ class ShardRuntime:
         finally:
             self._step_now = 0
 
+    def _now(self) -> int:
+        """The step's clock read while a step runs, else the clock."""
+        return self._step_now or self.clock()
+
     def _apply(self, result: Result, then: Callable[[], None] | None = None) -> None:
         """Carries out one step's obligations; `then` runs once its write (if
         any) is done, durable or failed, and applied."""
@@ -312,7 +316,7 @@ class ShardRuntime:
         entry: list[Any] = [result, None, then]
         self._writes.append(entry)
         try:
-            now = self._step_now or self.clock()
+            now = self._now()
             if result.marker is not None:
                 producer_id, epoch, commit = result.marker
                 self.plog.append_marker(producer_id, epoch, commit, 0, now)
@@ -373,7 +377,7 @@ class ShardRuntime:
 
     def _complete(self, token: Any, error: int) -> None:
         try:
-            result = self.shard.complete_write(token, error, self._step_now or self.clock())
+            result = self.shard.complete_write(token, error, self._now())
         except Exception:
             log.exception("coordinator shard %d failed on written", self.shard.partition)
             return
@@ -394,7 +398,7 @@ class ShardRuntime:
                 old.cancel()
             return
         loop = asyncio.get_running_loop()
-        now = self._step_now or self.clock()
+        now = self._now()
         due = loop.time() + max(0.0, (op.deadline_ms - now) / 1000)
         self._due[key] = due
         old = self._timers.get(key)

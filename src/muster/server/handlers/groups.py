@@ -39,11 +39,16 @@ def _client_host(ctx: RequestContext) -> str:
 
 
 async def _call(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
-    """The core's answer, or None while the owning shard is still loading."""
+    """The core's answer, or None while the owning shard is still loading.
+    Most answers are ready once the shard's step has run (a commit with
+    muster.fsync=never, a heartbeat): only a Pending one is awaited."""
     try:
-        return await _coordinator(ctx).call(group_id, request)
+        answer = _coordinator(ctx).shard_for(group_id).submit(request)
     except CoordinatorLoading:
         return None
+    if type(answer) is Pending:
+        return await answer.wait()
+    return answer
 
 
 def _asdict(obj: Any) -> dict[str, Any]:
@@ -251,14 +256,7 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
         ctx.api_version,
     )
     if topics:
-        # the shard's answer is ready at once unless the write must be fsynced
-        # first: only then is there anything to wait for (no coroutine layers)
-        try:
-            resp = _coordinator(ctx).shard_for(req.group_id).submit(core)
-            if type(resp) is Pending:
-                resp = await resp.wait()
-        except CoordinatorLoading:
-            resp = None
+        resp = await _call(ctx, req.group_id, core)
     else:
         # Kafka: nothing authorized and known, so the group is not touched
         # (and not created)
