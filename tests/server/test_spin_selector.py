@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -26,14 +28,25 @@ def _cpu_during(call: object) -> tuple[float, object]:
     return time.thread_time() - start, result
 
 
-def test_spins_after_activity_and_sleeps_when_idle() -> None:
+@contextmanager
+def _hot(spin: float) -> Iterator[tuple[SpinningSelector, socket.socket, socket.socket]]:
+    """A selector watching one socket of a pair, its window opened by an event."""
     a, b = socket.socketpair()
-    sel = SpinningSelector(0.3)
+    sel = SpinningSelector(spin)
     try:
         sel.register(a, selectors.EVENT_READ)
         b.send(b"x")
         assert sel.select(1.0)  # an event: the window opens
         a.recv(1)
+        yield sel, a, b
+    finally:
+        sel.close()
+        a.close()
+        b.close()
+
+
+def test_spins_after_activity_and_sleeps_when_idle() -> None:
+    with _hot(0.3) as (sel, _a, _b):
         hot_cpu, ready = _cpu_during(lambda: sel.select(0.3))
         assert ready == []
         # the window is spent polling, not sleeping (generous: a loaded
@@ -42,20 +55,10 @@ def test_spins_after_activity_and_sleeps_when_idle() -> None:
         idle_cpu, ready = _cpu_during(lambda: sel.select(0.3))
         assert ready == []
         assert idle_cpu < 0.03, idle_cpu  # no event since: blocked in epoll
-    finally:
-        sel.close()
-        a.close()
-        b.close()
 
 
 def test_an_event_during_the_spin_is_returned_at_once() -> None:
-    a, b = socket.socketpair()
-    sel = SpinningSelector(5.0)
-    try:
-        sel.register(a, selectors.EVENT_READ)
-        b.send(b"x")
-        assert sel.select(1.0)
-        a.recv(1)
+    with _hot(5.0) as (sel, a, b):
         timer = threading.Timer(0.05, b.send, args=(b"y",))
         timer.start()
         started = time.monotonic()
@@ -64,10 +67,6 @@ def test_an_event_during_the_spin_is_returned_at_once() -> None:
         assert time.monotonic() - started < 2.0
         timer.join()
         assert sel.select(0) and a.recv(1) == b"y"
-    finally:
-        sel.close()
-        a.close()
-        b.close()
 
 
 def test_a_spinning_broker_serves_sync_commits(tmp_path: Path) -> None:

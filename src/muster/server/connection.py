@@ -77,8 +77,8 @@ class Connection:
         self,
         state: BrokerState,
         table: dict[int, ApiEntry],
-        reader: asyncio.StreamReader | TlsStream | PlainStream,
-        writer: asyncio.StreamWriter | TlsStream | PlainStream,
+        reader: PlainStream | TlsStream,
+        writer: PlainStream | TlsStream,
         session: Session | None = None,
     ) -> None:
         self.state = state
