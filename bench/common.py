@@ -317,28 +317,14 @@ def start_tansu(
     return b.start(timeout, unset=unset)
 
 
-def main_checkout(root: Path = REPO_ROOT) -> Path:
-    """The main clone of `root`: a git worktree's `.git` is a file naming
-    `<clone>/.git/worktrees/<name>`, and ../shared/ sits beside the clone, not
-    beside the worktree."""
-    dot_git = root / ".git"
-    if dot_git.is_file():
-        line = dot_git.read_text().strip()
-        if line.startswith("gitdir:"):
-            gitdir = Path(line.removeprefix("gitdir:").strip())
-            if gitdir.parent.name == "worktrees":
-                return gitdir.parent.parent.parent
-    return root
-
-
 def kfake_binary() -> Path:
-    """franz-go's kfake (a Go in-memory Kafka), from ../shared/peers/ beside the
-    clone (also from a worktree of it), or $KFAKE_BIN."""
-    default = main_checkout().parent / "shared" / "peers" / "kfake"
-    path = Path(os.environ.get("KFAKE_BIN") or default)
-    if not path.exists():
-        raise FileNotFoundError(f"kfake binary not found at {path} (set KFAKE_BIN)")
-    return path
+    """franz-go's kfake, built from the Go module proxy into the project's
+    .cache/peers/ on first use ($KFAKE_BIN overrides; tests/support/peers.py)."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from tests.support.peers import kfake_binary as build_or_find
+
+    return build_or_find()
 
 
 def start_kfake(

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from muster.embedded.broker import wait_until_loaded
+from tests.support.peers import kfake_binary
 
 
 def free_port() -> int:
@@ -164,17 +165,6 @@ class TansuProcess:
             self.proc = None
 
 
-def peer_binary(name: str) -> Path:
-    """A third-party peer from ../shared/peers/ (beside the clone, as CI has
-    it; MUSTER_PEERS overrides the folder). Missing is an error, not a skip."""
-    root = Path(__file__).resolve().parents[2]
-    folder = Path(os.environ.get("MUSTER_PEERS", root.parent / "shared" / "peers"))
-    path = folder / name
-    if not path.exists():
-        raise FileNotFoundError(f"peer {name} not found at {path} (set MUSTER_PEERS)")
-    return path
-
-
 class KfakeProcess(TansuProcess):  # shares the port, bootstrap and close
     """franz-go's kfake (a Go fake Kafka cluster with KIP-848 consumer
     groups), one broker on a free loopback port, in memory."""
@@ -185,7 +175,7 @@ class KfakeProcess(TansuProcess):  # shares the port, bootstrap and close
         self.partitions = partitions
 
     def start(self) -> KfakeProcess:
-        cmd = [str(peer_binary("kfake")), "-ports", str(self.port), "-auto-create"]
+        cmd = [str(kfake_binary()), "-ports", str(self.port), "-auto-create"]
         cmd += ["-partitions", str(self.partitions), "-log-level", "none"]
         for item in self.config:
             cmd += ["-c", item]
