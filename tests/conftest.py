@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.brokers import MusterProcess, TansuProcess
+from tests.support.kafka import KafkaProcess
 
 
 @pytest.fixture
@@ -56,3 +57,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.support.security import certificates
 
     return certificates(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcess]:
+    """Apache Kafka 4.4 (single-node KRaft, from Maven's jars), one per module:
+    the reference muster's answers are held against."""
+    broker = KafkaProcess(tmp_path_factory.mktemp("kafka")).start()
+    try:
+        yield broker
+    finally:
+        broker.close()
