@@ -1,9 +1,11 @@
-"""Peers built where they run: franz-go's kfake from the Go module proxy, into
+"""Peers built where they run: franz-go's kfake (and franz-go's own kgo
+integration tests, `go test -c`) from the Go module proxy, into
 the project's git-ignored `.cache/peers/` (shared by every worktree of the
 clone). `../shared/peers/` carries only the recipe (`kfake-server/build.sh`),
 never a binary. Used by tests/support, bench/ and `.ci/install`:
 
     python -m tests.support.peers kfake     # builds if missing, prints the path
+    python -m tests.support.peers kgo       # franz-go's kgo integration-test binary
 """
 
 from __future__ import annotations
@@ -82,7 +84,48 @@ def kfake_binary() -> Path:
     return path
 
 
-BUILDERS = {"kfake": kfake_binary}
+def go_module_dir(module_dir: Path, module: str) -> Path:
+    """Where the Go module cache holds `module` for the throwaway module in
+    `module_dir` (its source, read-only: tests read files beside them)."""
+    done = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=module_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip())
+
+
+def kgo_test_binary() -> tuple[Path, Path]:
+    """franz-go's own kgo test binary (`go test -c`, its integration tests
+    run against the broker in $KGO_SEEDS), built from the Go module proxy into
+    `.cache/peers/kgo.test`; also the package's source folder, the working
+    directory its tests expect. About 4 minutes the first time."""
+    folder = cache_dir() / "peers" / "kgo-module"
+    path = cache_dir() / "peers" / "kgo.test"
+    pkg = "github.com/twmb/franz-go/pkg/kgo"
+    with build_lock("kgo"):
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "go.mod").write_text("module musterkgotest\n\ngo 1.24\n")
+            steps = [
+                ["go", "get", "-t", f"{pkg}@latest"],
+                ["go", "test", "-c", "-o", str(path), pkg],
+            ]
+            for step in steps:
+                done = subprocess.run(step, cwd=folder, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    source = go_module_dir(folder, "github.com/twmb/franz-go") / "pkg" / "kgo"
+    return path, source
+
+
+def kgo_test_path() -> Path:
+    return kgo_test_binary()[0]
+
+
+BUILDERS = {"kfake": kfake_binary, "kgo": kgo_test_path}
 
 
 def main(argv: list[str]) -> int:

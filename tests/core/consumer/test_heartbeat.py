@@ -353,6 +353,15 @@ def test_regex_topics_come_on_a_later_heartbeat_and_new_topics_are_picked_up(
     assert group(h).regexes == {}
 
 
+def test_a_regex_matches_internal_topics_as_kafka_does(h: Harness) -> None:
+    # Kafka 4.4 assigns __consumer_offsets to a broker-side `^__.*` subscriber
+    # (asked of it with confluent-kafka, group.protocol=consumer)
+    a = Member(h, "a", topics=())
+    a.image = {**TOPICS, "__consumer_offsets": SubscribedTopic(uuid.UUID(int=9), 5)}
+    a.beat(names=(), subscribed_topic_regex="__.*")
+    assert group(h).regexes["__.*"][0] == {"__consumer_offsets"}
+
+
 def test_consumer_group_offsets_expire_only_for_topics_no_member_subscribes_to(
     make: Callable[..., Harness],
 ) -> None:

@@ -1,7 +1,7 @@
 """Regular-expression subscriptions (KIP-848 `SubscribedTopicRegex`).
 
 Kafka resolves a group's regular expressions off the heartbeat path, with
-RE2/J, against every non-internal topic, and stores each resolution as a
+RE2/J, against every topic in its metadata image, and stores each resolution as a
 ConsumerGroupRegularExpression record; a new resolution bumps the group
 epoch, so the matched topics reach the target assignment on a later
 heartbeat than the one that brought the regex (librdkafka's test 0045
@@ -13,8 +13,10 @@ after that heartbeat's target and reconciliation, with the same effect.
 Matching is Python's `re.fullmatch` (RE2/J's `matches()`): the same for the
 syntax RE2/J accepts except that Python also accepts backreferences and
 lookarounds, which RE2/J refuses (those give INVALID_REGULAR_EXPRESSION on
-Kafka and a working subscription here). Internal topics (`__` prefix) never
-match, as Kafka skips internal topics.
+Kafka and a working subscription here). Internal topics match too: Kafka 4.4
+assigns `__consumer_offsets` to a `^.*` or `^__consumer_offsets` subscriber
+(asked of it; franz-go's Test848RegexBrokerResolves relies on it). Clients
+that resolve regexes themselves skip internal topics; the broker does not.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ REFRESH_INTERVAL_MS = 10_000
 
 def resolve(pattern: str, names: Iterable[str]) -> frozenset[str]:
     compiled = re.compile(pattern)
-    return frozenset(n for n in names if not n.startswith("__") and compiled.fullmatch(n))
+    return frozenset(n for n in names if compiled.fullmatch(n))
 
 
 def used(group: ConsumerGroup) -> set[str]:
