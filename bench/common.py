@@ -348,6 +348,40 @@ def start_kfake(
     return b.start(timeout)
 
 
+def start_kafka(
+    settings: Mapping[str, str] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    data_dir: Path | None = None,
+    log_dir: Path | None = None,
+    timeout: float = 90.0,
+) -> Broker:
+    """Start Apache Kafka 4.4 (single-node KRaft from Maven's jars, formatted
+    in a fresh folder; tests/support/kafka.py) -- the reference every figure is
+    held against. `settings` are broker properties, Kafka's names."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from tests.support.kafka import KafkaProcess
+
+    owned = data_dir is None
+    data_dir = data_dir or temp_data_dir("kafka-bench-")
+    ref = KafkaProcess(data_dir, dict(settings or {}))
+    if port:
+        ref.port = port
+    log_dir = log_dir or RESULTS_DIR / "logs"
+    b = Broker(
+        name="kafka",
+        argv=ref.command(),
+        host=host,
+        port=ref.port,
+        log_path=log_dir / f"kafka-{ref.port}.log",
+        data_dir=data_dir,
+        keep_data=not owned,
+    )
+    return b.start(timeout)
+
+
 def start_broker(name: str, **kw: object) -> Broker:
     if name == "muster":
         return start_muster(**kw)  # type: ignore[arg-type]
@@ -360,6 +394,9 @@ def start_broker(name: str, **kw: object) -> Broker:
         for k in ("settings", "python", "data_dir"):
             kw.pop(k, None)
         return start_kfake(**kw)  # type: ignore[arg-type]
+    if name == "kafka":
+        kw.pop("python", None)
+        return start_kafka(**kw)  # type: ignore[arg-type]
     raise ValueError(f"unknown broker {name!r}")
 
 

@@ -159,13 +159,19 @@ class KafkaProcess:
             raise RuntimeError(f"kafka-storage format failed:\n{done.stdout}{done.stderr}")
         self.formatted = True
 
-    def start(self, timeout: float = 90.0) -> KafkaProcess:
+    def command(self) -> list[str]:
+        """Write server.properties, format the storage the first time, and
+        return the broker's command line (bench/ runs it as its own Broker)."""
         props = self._write_properties()
         if not self.formatted:
             self._format(props)
         cmd = java_command("kafka.Kafka", str(props), heap=self.heap)
         cmd.insert(1, f"-Dlog4j2.configurationFile={LOG4J}")
         cmd.insert(1, f"-Dkafka.log.file={self.log_path}")
+        return cmd
+
+    def start(self, timeout: float = 90.0) -> KafkaProcess:
+        cmd = self.command()
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.out_path, "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
