@@ -96,7 +96,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "spark": {"client", "records"},
     "analytics": {"coordinator", "explain", "records", "spark"},
     # the web console: reads any broker through muster's own client
-    "console": {"client", "explain", "coordinator", "config"},
+    "console": {"client", "explain", "coordinator", "config", "protocol", "records"},
     # the applications: the command line and the demo it runs
     "cli": {
         "analytics",

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from muster import explain
 from muster.console.alerts import rebalancing_since
 from muster.console.chart import sparkline
+from muster.console.history import derived_history
 from muster.console.source import GroupDetail
 
 HISTORY = 20
@@ -82,6 +83,11 @@ async def show(request: Request) -> Response:
     group_id = request.path_params["group_id"]
     console = request.app.state.console
     context = await group_context(request, group_id)
+    # without the events topic (any Kafka), or when asked: from __consumer_offsets
+    context["derived"] = None
+    if not context["events_available"] or request.query_params.get("history") == "offsets":
+        admin = await console.source.admin()
+        context["derived"] = await derived_history(console.conf, admin, group_id)
     status = 200 if context["detail"].exists else 404
     response = console.render(request, "group.html", **context)
     response.status_code = status

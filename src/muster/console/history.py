@@ -1,4 +1,5 @@
-"""A group's rebalance history for the console, from `__muster_group_events`.
+"""A group's rebalance history for the console, from `__muster_group_events`
+(or, without it, derived from `__consumer_offsets`: `derived_history`).
 
 `EventsTail` keeps one assign-mode consumer on the events topic's partition
 and reads on from where it stopped each time a page asks, keeping the last
@@ -16,11 +17,14 @@ from typing import Any
 from muster import explain
 from muster.client.admin import AIOAdmin
 from muster.client.aio_consumer import AIOConsumer
+from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
+from muster.console.derived import OFFSETS_TOPIC, Generation, derive, offsets_partition
 from muster.console.reader import Slice, consumer_conf, read_with
 
 EVENTS_TOPIC = "__muster_group_events"
 BATCH = 5_000
+DERIVE_CAP = 200_000  # offsets-topic records read for one group's derived history
 
 
 class EventsTail:
@@ -70,3 +74,34 @@ class EventsTail:
 
     def events(self, group_id: str) -> list[explain.Event]:
         return list(self.by_group.get(group_id, ()))
+
+
+async def derived_history(
+    conf: Mapping[str, Any], admin: AIOAdmin, group_id: str, cap: int = DERIVE_CAP
+) -> list[Generation] | None:
+    """The group's history from its `__consumer_offsets` partition (the last
+    `cap` records of it); None when that topic cannot be read."""
+    try:
+        count = (await admin.list_topics()).get(OFFSETS_TOPIC, 0)
+        if not count:
+            return None
+        tp = TopicPartition(OFFSETS_TOPIC, offsets_partition(group_id, count))
+        start = (await admin.list_offsets({tp: "earliest"})).get(tp, -1)
+        end = (await admin.list_offsets({tp: "latest"})).get(tp, -1)
+        if start < 0 or end < 0:
+            return None
+        start = max(start, end - cap)
+        consumer = await AIOConsumer(consumer_conf(conf)).start()
+        records = []
+        try:
+            while start < end:
+                got = await read_with(consumer, Slice(tp, start, end, BATCH))
+                if not got:
+                    break
+                records += [(r.key, r.value, r.timestamp) for r in got]
+                start = got[-1].offset + 1
+        finally:
+            await consumer.close(autocommit=False)
+    except KafkaError:
+        return None
+    return derive(records, group_id)
