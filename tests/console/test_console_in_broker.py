@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -135,3 +136,36 @@ def test_history_from_consumer_offsets_agrees_with_muster_events(broker: MusterP
     joined = [m for g in derived for m in g.joined]
     left = [m for g in derived for m in g.left]
     assert len(joined) >= 2 and len(left) >= 1
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+def test_browser_shows_the_group_and_live_updates(
+    broker: MusterProcess, group: Consumer, tmp_path: Path
+) -> None:
+    """A real browser: the group page renders, htmx's SSE extension swaps the
+    live part in (its `as of` line changes without a reload)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    port = broker.console_port  # type: ignore[attr-defined]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/groups/{GROUP}")
+            first = page.locator("#live p.muted").last.inner_text()
+            assert "inside-client" in page.locator("#members").inner_text()
+            page.wait_for_function(
+                "old => { const p = document.querySelectorAll('#live p.muted');"
+                " return p.length && p[p.length - 1].innerText !== old; }",
+                arg=first,
+                timeout=10_000,
+            )
+            page.screenshot(path=str(tmp_path / "group.png"), full_page=True)
+            page.goto(f"http://127.0.0.1:{port}/")
+            assert "Cluster" in page.inner_text("h1")
+            page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "group.png").stat().st_size > 10_000
