@@ -65,6 +65,9 @@ def test_overview_counts_brokers_topics_and_groups(http: TestClient) -> None:
     assert "server time" in page.text
     assert "/static/htmx.min.js" in page.text
     assert http.get("/static/htmx.min.js").status_code == 200
+    assert 'hx-get="/stats"' in page.text  # the costly figures come as a fragment
+    stats = http.get("/stats")
+    assert stats.status_code == 200 and 'id="records">3' in stats.text  # 30 produced
 
 
 def test_group_list_filters_server_side(http: TestClient) -> None:

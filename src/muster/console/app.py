@@ -98,6 +98,7 @@ def create_app(conf: Mapping[str, Any], read_only: bool = False) -> Starlette:
 
     routes = [
         Route("/", pages.overview),
+        Route("/stats", pages.stats),
         Route("/groups", pages.group_list),
         Route("/groups/{group_id:path}/live", live.group_stream),
         Route("/groups/{group_id:path}/actions/{action}", actions.run, methods=["POST"]),

@@ -7,7 +7,6 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
-from muster.client.types import TopicPartition
 from muster.console.alerts import alerts
 from muster.console.paging import filtered, paginate
 from muster.console.source import group_type_of
@@ -17,10 +16,6 @@ async def overview(request: Request) -> Response:
     console = request.app.state.console
     source = console.source
     view = await source.overview()
-    topics = await source.topics()
-    ends = await source.log_ends(TopicPartition(t, p) for t, n in topics.items() for p in range(n))
-    total = sum(ends.values())
-    rate = console.produce_rate(total, time.time())
     groups = await source.groups()
     admin = await source.admin()
     await console.events.catch_up(admin)
@@ -28,8 +23,6 @@ async def overview(request: Request) -> Response:
         request,
         "overview.html",
         view=view,
-        records=total,
-        produce_rate=rate,
         alerts=alerts(groups, console.events, console.lag_samples, int(time.time() * 1000)),
         events_available=console.events.available,
     )
@@ -59,4 +52,17 @@ async def group_list(request: Request) -> Response:
         states=states,
         kinds=kinds,
         type_of=group_type_of,
+    )
+
+
+async def stats(request: Request) -> Response:
+    """The overview's record count and produce rate: a fragment htmx loads
+    after the page and every 10 s (one ListOffsets of every partition)."""
+    console = request.app.state.console
+    total = await console.source.total_records()
+    return console.render(
+        request,
+        "_stats.html",
+        records=total,
+        produce_rate=console.produce_rate(total, time.time()),
     )

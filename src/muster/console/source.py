@@ -199,11 +199,20 @@ class Source:
 
     # ------------------------------------------------------------ topics
 
-    async def partitions(self, topic: str) -> list[PartitionOffsets]:
+    async def partition_count(self, topic: str) -> int:
         admin = await self.admin()
         await admin.cluster.refresh_metadata([topic])
-        count = admin.cluster.partition_counts([topic]).get(topic, 0)
-        tps = [TopicPartition(topic, p) for p in range(count)]
+        return admin.cluster.partition_counts([topic]).get(topic, 0)
+
+    async def partitions(
+        self, topic: str, indexes: Iterable[int] | None = None
+    ) -> list[PartitionOffsets]:
+        """Start/end offsets and leader of the partitions asked (all without
+        `indexes`): one ListOffsets each way, only for those partitions."""
+        admin = await self.admin()
+        count = await self.partition_count(topic)
+        wanted = range(count) if indexes is None else [p for p in indexes if 0 <= p < count]
+        tps = [TopicPartition(topic, p) for p in wanted]
         if not tps:
             return []
         earliest, latest = await asyncio.gather(
@@ -219,6 +228,22 @@ class Source:
             )
             for tp in tps
         ]
+
+    async def total_records(self) -> int:
+        """Sum of every partition's log end offset (cached 5 s: one ListOffsets
+        of every partition, the overview's most expensive figure)."""
+
+        async def make() -> int:
+            topics = await self.topics()
+            tps = (TopicPartition(t, p) for t, n in topics.items() for p in range(n))
+            return sum((await self.log_ends(tps)).values())
+
+        hit = self._cache.get("records")
+        if hit is not None and time.monotonic() - hit.at < 5.0:
+            return int(hit.value)
+        value = await make()
+        self._cache["records"] = Sampled(value)
+        return value
 
     async def topic_configs(self, topic: str) -> list[tuple[str, str | None, bool]]:
         """(name, value, is_default) of a topic's configs, via DescribeConfigs;

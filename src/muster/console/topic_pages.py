@@ -33,20 +33,22 @@ async def topic_list(request: Request) -> Response:
 async def show(request: Request) -> Response:
     console = request.app.state.console
     topic = request.path_params["topic"]
-    partitions = await console.source.partitions(topic)
-    configs = await console.source.topic_configs(topic)
-    page = paginate(partitions, request.query_params, size=100)
+    count = await console.source.partition_count(topic)
+    page = paginate(range(count), request.query_params, size=100)
+    partitions = await console.source.partitions(topic, page.rows)
+    configs = await console.source.topic_configs(topic) if count else []
     response = console.render(
         request,
         "topic.html",
         topic=topic,
+        count=count,
         page=page,
         partitions=partitions,
         configs=configs,
         records=sum(p.count for p in partitions),
-        browse=browse_params(request.query_params, len(partitions)),
+        browse=browse_params(request.query_params, count),
     )
-    if not partitions:
+    if not count:
         response.status_code = 404
     return response
 
@@ -55,9 +57,10 @@ async def messages(request: Request) -> Response:
     """One page of records (an htmx fragment, or a page of its own)."""
     console = request.app.state.console
     topic = request.path_params["topic"]
-    partitions = {p.partition: p for p in await console.source.partitions(topic)}
-    b = browse_params(request.query_params, len(partitions))
-    offsets = partitions.get(b.partition)
+    count = await console.source.partition_count(topic)
+    b = browse_params(request.query_params, count)
+    found = await console.source.partitions(topic, [b.partition])
+    offsets = found[0] if found else None
     rows = []
     next_offset = None
     start = None
