@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from muster.client import Admin, NewTopic  # noqa: E402
-from muster.console.app import create_app  # noqa: E402
-from tests.support.brokers import MusterProcess  # noqa: E402
+from muster.client import Admin, NewTopic
+from muster.console.app import create_app
+from tests.support.brokers import MusterProcess
 
 
 def setup(bootstrap: str, groups: int, topics: int, partitions: int) -> None:
