@@ -132,3 +132,37 @@ def test_read_only_console_refuses_actions(group: tuple[MusterProcess, Consumer]
         refused = client.post(f"/groups/{GROUP}/actions/delete-group", data={"execute": "1"})
         assert refused.status_code == 403
         assert "Delete group" not in client.get(f"/groups/{GROUP}").text
+
+
+def test_actions_executed_on_an_inactive_group(http: TestClient, group: tuple) -> None:
+    from confluent_kafka import TopicPartition
+
+    broker, _ = group
+    idle = "console-idle"
+    committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": idle})
+    committer.commit(offsets=[TopicPartition(TOPIC, 0, 2)], asynchronous=False)
+    committer.close()
+    url = f"/groups/{idle}/actions"
+    dry = http.post(f"{url}/reset-offsets", data={"mode": "shift-by", "shift": "3"})
+    assert "dry run" in dry.text and '<td class="num">5</td>' in dry.text
+    assert '<td class="num">2</td>' in http.get(f"/groups/{idle}").text  # unchanged
+    done = http.post(
+        f"{url}/reset-offsets", data={"mode": "shift-by", "shift": "3", "execute": "1"}
+    )
+    assert "(done)" in done.text, done.text
+    lag_row = http.get(f"/groups/{idle}").text
+    assert '<td class="num">5</td>' in lag_row
+    would = http.post(f"{url}/delete-offsets", data={"topic": TOPIC})
+    assert "dry run" in would.text and "deleted" in would.text
+    dry_delete = http.post(f"{url}/delete-group", data={})
+    assert "Would delete group" in dry_delete.text
+    deleted = http.post(f"{url}/delete-group", data={"execute": "1"})
+    assert "deleted" in deleted.text and "Error" not in deleted.text
+    assert http.get(f"/groups/{idle}").status_code == 404
+    # delete-offsets for real: the group's last offsets go, and with them the group
+    committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": idle})
+    committer.commit(offsets=[TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+    committer.close()
+    gone = http.post(f"{url}/delete-offsets", data={"topic": TOPIC, "execute": "1"})
+    assert "(done)" in gone.text and "deleted" in gone.text
+    assert http.get(f"/groups/{idle}").status_code == 404
