@@ -102,6 +102,7 @@ def test_topics_and_message_browser(http: TestClient) -> None:
     assert TOPIC in http.get("/topics").text
     page = http.get(f"/topics/{TOPIC}")
     assert page.status_code == 200 and "partitions" in page.text
+    assert "retention.ms" in page.text  # configs, via DescribeConfigs
     newest = http.get(f"/topics/{TOPIC}/messages", params={"from": "newest", "limit": 5})
     assert newest.status_code == 200 and newest.text.count("<tr>") >= 2
     pretty = http.get(
@@ -166,3 +167,36 @@ def test_actions_executed_on_an_inactive_group(http: TestClient, group: tuple) -
     gone = http.post(f"{url}/delete-offsets", data={"topic": TOPIC, "execute": "1"})
     assert "(done)" in gone.text and "deleted" in gone.text
     assert http.get(f"/groups/{idle}").status_code == 404
+
+
+def test_consumer_protocol_group_shows_epochs_and_assignments(
+    http: TestClient, group: tuple
+) -> None:
+    """A KIP-848 group (muster's own client, group.protocol=consumer): the page
+    shows it as a consumer group with member epochs and current/target
+    assignments."""
+    from muster.client import Consumer as MusterConsumer
+
+    broker, _ = group
+    consumer = MusterConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "console-848",
+            "client.id": "console-848-client",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.3)
+        assert consumer.assignment()
+        listed = http.get("/groups", params={"type": "consumer"}).text
+        assert "console-848" in listed
+        page = http.get("/groups/console-848").text
+        assert "group epoch" in page and "member epoch" in page
+        assert "console-848-client" in page and f"{TOPIC}-0" in page
+    finally:
+        consumer.close()

@@ -17,6 +17,7 @@ from typing import Any
 from muster.client.admin import AIOAdmin, GroupDescription, GroupListing
 from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
+from muster.console.consumer_groups import ConsumerGroupView, describe_consumer_group
 
 DESCRIBE_CONFIGS = 32
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__muster_group_events")
@@ -61,6 +62,7 @@ class GroupDetail:
     description: GroupDescription | None
     lags: tuple[PartitionLag, ...]
     group_type: str = ""
+    consumer: ConsumerGroupView | None = None  # a consumer (KIP-848) group's own view
 
     @property
     def total_lag(self) -> int:
@@ -175,20 +177,27 @@ class Source:
             described = (await admin.describe_groups([group_id])).get(group_id)
         except KafkaError:
             described = None
+        kind = group_type_of(listing) if listing else ""
+        consumer = None
+        if kind == "consumer":
+            await self.topics()  # topic ids -> names
+            consumer = await describe_consumer_group(admin, group_id)
         committed = await admin.list_group_offsets(group_id)
         owners: dict[TopicPartition, str] = {}
         for member in described.members if described else ():
             for tp in member.assignment:
                 owners[tp] = member.member_id
+        for cmember in consumer.members if consumer else ():
+            for topic, partition in cmember.current:
+                owners[TopicPartition(topic, partition)] = cmember.member_id
         wanted = set(committed) | set(owners)
         ends = await self.log_ends(wanted)
         lags = tuple(
             PartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp), owners.get(tp))
             for tp in sorted(wanted, key=lambda t: (t.topic, t.partition))
         )
-        exists = bool(described and described.state != "Dead") or bool(committed)
-        kind = group_type_of(listing) if listing else ""
-        return GroupDetail(group_id, exists, described, lags, kind)
+        exists = bool(described and described.state != "Dead") or bool(committed or consumer)
+        return GroupDetail(group_id, exists, described, lags, kind, consumer)
 
     async def log_ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         wanted = {tp: "latest" for tp in partitions}
