@@ -32,6 +32,8 @@ class DerivedMember:
     client_host: str
     instance_id: str | None
     assignment: frozenset[Partition]
+    rebalance_timeout_ms: int = -1
+    session_timeout_ms: int = -1
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ def _classic(
             m.client_host,
             m.group_instance_id,
             _assignment(m.assignment),
+            m.rebalance_timeout,
+            m.session_timeout,
         )
         for m in value.members
     )

@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from muster import explain
-from muster.console.alerts import rebalancing_since
+from muster.console.alerts import REBALANCING, rebalancing_since
+from muster.console.awaited import awaited
 from muster.console.chart import sparkline
 from muster.console.history import derived_history
 from muster.console.source import GroupDetail
@@ -66,6 +67,12 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
     samples = console.sample_lag(group_id, detail.total_lag)
     since = rebalancing_since(events)
     now_ms = int(time.time() * 1000)
+    state = detail.description.state if detail.description else ""
+    waiting = None
+    if state in REBALANCING and detail.consumer is None:
+        history = await derived_history(console.conf, admin, group_id) or []
+        members = detail.description.members if detail.description else ()
+        waiting = awaited(history, (m.member_id for m in members), since)
     return {
         "group_id": group_id,
         "detail": detail,
@@ -76,6 +83,7 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
         "open_since_ms": since,
         "open_for": explain.duration(now_ms - since) if since is not None else None,
         "now_ms": now_ms,
+        "awaited": waiting,
     }
 
 
