@@ -166,6 +166,12 @@ def test_browser_shows_the_group_and_live_updates(
             page.goto(f"http://127.0.0.1:{port}/")
             assert "Cluster" in page.inner_text("h1")
             page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+            page.goto(f"http://127.0.0.1:{port}/topics/{TOPIC}")
+            page.select_option("select[name=format]", "json")
+            page.click("text=Browse")  # htmx swaps one page of records in
+            page.wait_for_selector("#records td", timeout=10_000)
+            assert '"n": 19' in page.inner_text("#records")
+            page.screenshot(path=str(tmp_path / "topic.png"), full_page=True)
         finally:
             browser.close()
     assert (tmp_path / "group.png").stat().st_size > 10_000

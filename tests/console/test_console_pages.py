@@ -103,6 +103,7 @@ def test_topics_and_message_browser(http: TestClient) -> None:
     page = http.get(f"/topics/{TOPIC}")
     assert page.status_code == 200 and "partitions" in page.text
     assert "retention.ms" in page.text  # configs, via DescribeConfigs
+    assert "bytes on disk" in page.text and '<td class="num">-</td>' not in page.text
     newest = http.get(f"/topics/{TOPIC}/messages", params={"from": "newest", "limit": 5})
     assert newest.status_code == 200 and newest.text.count("<tr>") >= 2
     pretty = http.get(

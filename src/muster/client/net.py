@@ -64,6 +64,7 @@ CLIENT_MAX: dict[int, int] = {
     20: 5,  # DeleteTopics
     22: 4,  # InitProducerId
     32: 4,  # DescribeConfigs (the console's topic configs)
+    35: 4,  # DescribeLogDirs (the console's partition sizes)
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups

@@ -20,6 +20,7 @@ from muster.client.types import TopicPartition
 from muster.console.consumer_groups import ConsumerGroupView, describe_consumer_group
 
 DESCRIBE_CONFIGS = 32
+DESCRIBE_LOG_DIRS = 35
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__muster_group_events")
 
 
@@ -281,3 +282,31 @@ class Source:
                 ) in (4, 5)
                 out.append((c.name, c.value, default))
         return sorted(out)
+
+    async def partition_sizes(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        """Bytes on disk per partition, summed over every broker's log dirs
+        (DescribeLogDirs); {} when the broker refuses or lacks the API."""
+        admin = await self.admin()
+        wanted = [int(p) for p in partitions]
+        if not wanted:
+            return {}
+        sizes: dict[int, int] = {}
+        try:
+            for node_id in sorted(admin.cluster.brokers):
+                conn = await admin.cluster.connection(node_id)
+                if not conn.supports(DESCRIBE_LOG_DIRS):
+                    return {}
+                response = await conn.send(
+                    DESCRIBE_LOG_DIRS, {"topics": [{"topic": topic, "partitions": wanted}]}
+                )
+                if int(getattr(response, "error_code", 0)) != 0:
+                    return {}
+                for result in response.results:
+                    for t in result.topics:
+                        for p in t.partitions:
+                            if not p.is_future_key:
+                                index = int(p.partition_index)
+                                sizes[index] = sizes.get(index, 0) + int(p.partition_size)
+        except KafkaError:
+            return {}
+        return sizes

@@ -37,6 +37,7 @@ async def show(request: Request) -> Response:
     page = paginate(range(count), request.query_params, size=100)
     partitions = await console.source.partitions(topic, page.rows)
     configs = await console.source.topic_configs(topic) if count else []
+    sizes = await console.source.partition_sizes(topic, page.rows)
     response = console.render(
         request,
         "topic.html",
@@ -45,6 +46,7 @@ async def show(request: Request) -> Response:
         page=page,
         partitions=partitions,
         configs=configs,
+        sizes=sizes,
         records=sum(p.count for p in partitions),
         browse=browse_params(request.query_params, count),
     )
