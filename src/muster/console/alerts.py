@@ -11,6 +11,7 @@ from muster.client.admin import GroupListing
 from muster.console.history import EventsTail
 
 LONG_REBALANCE_MS = 30_000
+EXPIRY_WARNING_MS = 24 * 3600 * 1000  # warn a day before a group's offsets expire
 REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
@@ -39,14 +40,30 @@ def lag_growing(samples: list[tuple[float, int]], window: int = 5) -> bool:
     )
 
 
+def empty_since(events: list[explain.Event]) -> int | None:
+    """When the group last became Empty (ms), None if it is not Empty by its events."""
+    for event in reversed(events):
+        if isinstance(event, explain.GroupStateChanged):
+            return event.at_ms if event.to_state == "Empty" else None
+    return None
+
+
 def alerts(
     groups: Iterable[GroupListing],
     tail: EventsTail,
     lag_samples: Mapping[str, list[tuple[float, int]]],
     now_ms: int,
+    retention_ms: int | None = None,
 ) -> list[Alert]:
+    """`retention_ms`: the broker's offsets.retention.minutes (None: unknown);
+    an Empty group's offsets expire that long after it became Empty."""
     out = []
     for g in groups:
+        if g.state == "Empty" and retention_ms:
+            since = empty_since(tail.events(g.group_id))
+            if since is not None and since + retention_ms - now_ms <= EXPIRY_WARNING_MS:
+                left = max(0, since + retention_ms - now_ms)
+                out.append(Alert(g.group_id, f"offsets expire in {explain.duration(left)}"))
         if g.state in REBALANCING:
             since = rebalancing_since(tail.events(g.group_id))
             if since is None:

@@ -23,7 +23,13 @@ async def overview(request: Request) -> Response:
         request,
         "overview.html",
         view=view,
-        alerts=alerts(groups, console.events, console.lag_samples, int(time.time() * 1000)),
+        alerts=alerts(
+            groups,
+            console.events,
+            console.lag_samples,
+            int(time.time() * 1000),
+            await source.offsets_retention_ms(),
+        ),
         events_available=console.events.available,
     )
 

@@ -20,6 +20,7 @@ from muster.client.types import TopicPartition
 from muster.console.consumer_groups import ConsumerGroupView, describe_consumer_group
 
 DESCRIBE_CONFIGS = 32
+TOPIC, BROKER = 2, 4  # DescribeConfigs resource types
 DESCRIBE_LOG_DIRS = 35
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__muster_group_events")
 
@@ -255,8 +256,28 @@ class Source:
         self._cache["records"] = Sampled(value)
         return value
 
+    async def offsets_retention_ms(self) -> int | None:
+        """The broker's offsets.retention.minutes in ms (cached), None if not told."""
+
+        async def make() -> int | None:
+            admin = await self.admin()
+            node = str(min(admin.cluster.brokers, default=0))
+            found = dict((n, v) for n, v, _ in await self.configs(BROKER, node))
+            value = found.get("offsets.retention.minutes")
+            return int(value) * 60_000 if value and value.isdigit() else None
+
+        hit = self._cache.get("retention")
+        if hit is not None and time.monotonic() - hit.at < 60.0:
+            return hit.value  # type: ignore[no-any-return]
+        value = await make()
+        self._cache["retention"] = Sampled(value)
+        return value
+
     async def topic_configs(self, topic: str) -> list[tuple[str, str | None, bool]]:
-        """(name, value, is_default) of a topic's configs, via DescribeConfigs;
+        return await self.configs(TOPIC, topic)
+
+    async def configs(self, kind: int, name: str) -> list[tuple[str, str | None, bool]]:
+        """(name, value, is_default) of a resource's configs, via DescribeConfigs;
         [] when the broker refuses (not authorized, not supported)."""
         admin = await self.admin()
         try:
@@ -264,7 +285,7 @@ class Source:
                 DESCRIBE_CONFIGS,
                 {
                     "resources": [
-                        {"resource_type": 2, "resource_name": topic, "configuration_keys": None}
+                        {"resource_type": kind, "resource_name": name, "configuration_keys": None}
                     ],
                     "include_synonyms": False,
                     "include_documentation": False,
