@@ -125,6 +125,12 @@ def test_actions_dry_run_then_refused_while_active(http: TestClient) -> None:
         f"/groups/{GROUP}/actions/reset-offsets", data={"mode": "to-earliest", "execute": "1"}
     )
     assert "stop its consumers first" in active.text
+    forged = http.post(
+        f"/groups/{GROUP}/actions/delete-group",
+        data={"execute": "1"},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert forged.status_code == 403
 
 
 def test_read_only_console_refuses_actions(group: tuple[MusterProcess, Consumer]) -> None:
@@ -194,7 +200,12 @@ def test_consumer_protocol_group_shows_epochs_and_assignments(
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(0.3)
         assert consumer.assignment()
-        listed = http.get("/groups", params={"type": "consumer"}).text
+        # the console caches the group listing for a second
+        deadline = time.monotonic() + 10
+        listed = ""
+        while "console-848" not in listed and time.monotonic() < deadline:
+            listed = http.get("/groups", params={"type": "consumer"}).text
+            time.sleep(0.3)
         assert "console-848" in listed
         page = http.get("/groups/console-848").text
         assert "group epoch" in page and "member epoch" in page

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -99,12 +99,23 @@ async def _state(admin: AIOAdmin, group_id: str) -> str:
     return described.state if described else ""
 
 
+def same_origin(request: Request) -> bool:
+    """A browser's POST names its page's origin: another site's page may not
+    reset or delete anything through a console it can reach."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True  # not a browser form (curl, tests)
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
 async def run(request: Request) -> Response:
     console = request.app.state.console
     group_id = request.path_params["group_id"]
     action = request.path_params["action"]
     if console.read_only:
         return Response("the console is read-only (muster.console.read.only=true)", 403)
+    if not same_origin(request):
+        return Response("cross-origin action refused", 403)
     # an urlencoded form, read without python-multipart
     form: Form = dict(parse_qsl((await request.body()).decode(), keep_blank_values=True))
     execute = form.get("execute") == "1"

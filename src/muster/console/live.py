@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from muster.console.group_page import group_context
+from muster.console.paging import int_param
 
 INTERVAL_S = 2.0
 
@@ -23,8 +24,9 @@ async def group_stream(request: Request) -> StreamingResponse:
     group_id = request.path_params["group_id"]
     console = request.app.state.console
     template = console.templates.get_template("_group_live.html")
-    interval = float(request.query_params.get("interval", INTERVAL_S))
-    count = int(request.query_params.get("count", 0))  # 0: until the browser goes
+    params = request.query_params
+    interval = int_param(params, "interval_ms", int(INTERVAL_S * 1000), 200, 60_000) / 1000
+    count = int_param(params, "count", 0, 0, 1_000_000)  # 0: until the browser goes
 
     async def stream() -> AsyncIterator[str]:
         sent = 0
@@ -35,7 +37,7 @@ async def group_stream(request: Request) -> StreamingResponse:
             sent += 1
             if count and sent >= count:
                 return
-            await asyncio.sleep(max(0.2, interval))
+            await asyncio.sleep(interval)
 
     return StreamingResponse(
         stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
