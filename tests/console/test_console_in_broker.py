@@ -175,3 +175,18 @@ def test_browser_shows_the_group_and_live_updates(
         finally:
             browser.close()
     assert (tmp_path / "group.png").stat().st_size > 10_000
+
+
+def test_broker_stops_promptly_with_a_live_stream_open(broker: MusterProcess) -> None:
+    """SIGTERM with a browser's SSE stream open: the console closes the stream
+    and the broker exits cleanly (last in the module: it restarts the broker)."""
+    port = broker.console_port  # type: ignore[attr-defined]
+    stream = urllib.request.urlopen(f"http://127.0.0.1:{port}/groups/{GROUP}/live", timeout=20)
+    try:
+        assert stream.readline().startswith(b"event: live")
+        started = time.monotonic()
+        assert broker.stop() == 0
+        assert time.monotonic() - started < 15
+    finally:
+        stream.close()
+    broker.start()

@@ -18,7 +18,15 @@ def parse_listen(text: str) -> tuple[str, int]:
 def server(app: Any, host: str, port: int) -> Any:
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # open SSE streams never end by themselves: a stop waits 2 s for them, then closes them
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
     return uvicorn.Server(config)
 
 
