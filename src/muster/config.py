@@ -64,6 +64,16 @@ PROPERTIES: tuple[Property, ...] = (
         "",
         "HOST:PORT for the Prometheus /metrics endpoint (empty: off).",
     ),
+    Property(
+        "muster.console.listen",
+        str,
+        "",
+        "HOST:PORT for the web console inside the broker, on its event loop "
+        "(empty: off; needs the console extra: pip install 'muster[console]').",
+    ),
+    Property(
+        "muster.console.read.only", bool, False, "The console offers no actions (resets, deletes)."
+    ),
     Property("muster.log.level", str, "INFO", "Log level; DEBUG logs every request and answer."),
     Property(
         "muster.event.loop",

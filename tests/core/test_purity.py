@@ -95,10 +95,13 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "client": {"assignors", "protocol", "records", "security", "_lazy"},
     "spark": {"client", "records"},
     "analytics": {"coordinator", "explain", "records", "spark"},
+    # the web console: reads any broker through muster's own client
+    "console": {"client", "explain", "coordinator", "config", "protocol", "records"},
     # the applications: the command line and the demo it runs
     "cli": {
         "analytics",
         "client",
+        "console",
         "config",
         "coordinator",
         "demo",

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperOption
 
-from muster.cli import analyze, consume, demo, groups, produce, security, serve, topics
+from muster.cli import analyze, console, consume, demo, groups, produce, security, serve, topics
 
 _display_type = TyperOption.display_type_rich
 
@@ -61,6 +61,7 @@ produce.register(app)
 consume.register(app)
 demo.register(app)
 analyze.register(app)
+console.register(app)
 
 
 if __name__ == "__main__":

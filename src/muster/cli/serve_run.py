@@ -67,7 +67,12 @@ def run_serve(
     from muster.log.port import UnreadableLogError
 
     try:
-        run(config)
+        if config["muster.console.listen"]:
+            from muster.cli.console import run_broker_with_console
+
+            run_broker_with_console(config)
+        else:
+            run(config)
     except ConfigError as exc:  # settings the broker refuses once it looks closer
         _fail(f"configuration: {exc}", code=2)
     except (StartupError, UnreadableLogError) as exc:

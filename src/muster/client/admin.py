@@ -50,6 +50,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = ""  # classic, consumer, share (ListGroups v5); "" from older brokers
 
 
 @dataclass(frozen=True)
@@ -214,12 +215,17 @@ class AIOAdmin:
         out: list[GroupListing] = []
         for node_id in sorted(self.cluster.brokers):
             conn = await self.cluster.connection(node_id)
-            response = await conn.send(LIST_GROUPS, {"states_filter": []})
+            response = await conn.send(LIST_GROUPS, {"states_filter": [], "types_filter": []})
             if int(response.error_code) != 0:
                 raise error_for(int(response.error_code), "ListGroups")
             for g in response.groups:
                 out.append(
-                    GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", "") or "")
+                    GroupListing(
+                        g.group_id,
+                        g.protocol_type,
+                        getattr(g, "group_state", "") or "",
+                        getattr(g, "group_type", "") or "",
+                    )
                 )
         return out
 

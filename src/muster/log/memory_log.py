@@ -58,6 +58,10 @@ class MemoryLog:
     def flushed_offset(self) -> int:
         return self._flushed
 
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(len(d) for d in self._data)
+
     @_locked
     def append(self, records: bytes, now_ms: int, coordinator: bool = False) -> AppendInfo:
         return self._append(records, now_ms, False, coordinator)

@@ -100,6 +100,8 @@ ENTRIES: tuple[ApiEntry, ...] = (
         serial=True,
     ),
     ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "consumer_groups:handle_consumer_group_describe"),
+    ApiEntry(60, "DescribeCluster", 0, 2, "cluster_admin:handle_describe_cluster"),
+    ApiEntry(35, "DescribeLogDirs", 1, 4, "cluster_admin:handle_describe_log_dirs"),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(

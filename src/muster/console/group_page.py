@@ -1,0 +1,102 @@
+"""The group page: members, assignments, lag, state timeline and every
+rebalance told in the words of `muster groups explain`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from muster import explain
+from muster.console.alerts import REBALANCING, rebalancing_since
+from muster.console.awaited import awaited
+from muster.console.chart import sparkline
+from muster.console.history import derived_history
+from muster.console.source import GroupDetail
+
+HISTORY = 20
+
+
+@dataclass(frozen=True)
+class RebalanceRow:
+    started_ms: int | None
+    cause: str
+    duration_ms: int | None
+    waited_for: str
+    generation: int | None
+    story: list[str]
+
+
+def rebalance_rows(events: list[explain.Event], last: int = HISTORY) -> list[RebalanceRow]:
+    rows = []
+    for item in explain.last_rebalances(explain.timeline(events), None):
+        if not isinstance(item, explain.Rebalance):
+            continue
+        first = item.starts[0] if item.starts else None
+        done = item.completed
+        cause = explain.cause_sentence(first) if first else "cause not recorded"
+        waited = done.waited_for if done else (item.joins[-1].waited_for if item.joins else "")
+        rows.append(
+            RebalanceRow(
+                item.started_ms,
+                cause,
+                done.duration_ms if done else None,
+                explain.waited_sentence(waited) if waited else "",
+                done.generation if done else None,
+                explain.render(item),
+            )
+        )
+    return list(reversed(rows))[:last]
+
+
+def state_changes(events: list[explain.Event], last: int = HISTORY) -> list[Any]:
+    changes = [e for e in events if isinstance(e, explain.GroupStateChanged)]
+    return list(reversed(changes))[:last]
+
+
+async def group_context(request: Request, group_id: str) -> dict[str, Any]:
+    """Everything the group page and its live fragment show."""
+    console = request.app.state.console
+    detail: GroupDetail = await console.source.group(group_id)
+    admin = await console.source.admin()
+    await console.events.catch_up(admin)
+    events = console.events.events(group_id)
+    samples = console.sample_lag(group_id, detail.total_lag)
+    since = rebalancing_since(events)
+    now_ms = int(time.time() * 1000)
+    state = detail.description.state if detail.description else ""
+    waiting = None
+    if state in REBALANCING and detail.consumer is None:
+        history = await derived_history(console.conf, admin, group_id) or []
+        members = detail.description.members if detail.description else ()
+        waiting = awaited(history, (m.member_id for m in members), since)
+    return {
+        "group_id": group_id,
+        "detail": detail,
+        "rebalances": rebalance_rows(events),
+        "states": state_changes(events),
+        "events_available": console.events.available,
+        "chart": sparkline([lag for _, lag in samples]),
+        "open_since_ms": since,
+        "open_for": explain.duration(now_ms - since) if since is not None else None,
+        "now_ms": now_ms,
+        "awaited": waiting,
+    }
+
+
+async def show(request: Request) -> Response:
+    group_id = request.path_params["group_id"]
+    console = request.app.state.console
+    context = await group_context(request, group_id)
+    # without the events topic (any Kafka), or when asked: from __consumer_offsets
+    context["derived"] = None
+    if not context["events_available"] or request.query_params.get("history") == "offsets":
+        admin = await console.source.admin()
+        context["derived"] = await derived_history(console.conf, admin, group_id)
+    status = 200 if context["detail"].exists else 404
+    response = console.render(request, "group.html", **context)
+    response.status_code = status
+    return response

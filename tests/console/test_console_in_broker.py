@@ -1,0 +1,192 @@
+"""`muster serve --set muster.console.listen=...`: the console inside the
+broker, on its event loop, and what a browser shows of it."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from tests.support.brokers import MusterProcess, free_port
+
+GROUP = "inside-group"
+TOPIC = "inside-topic"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
+    port = free_port()
+    proc = MusterProcess(
+        tmp_path_factory.mktemp("inside") / "data",
+        settings={"muster.console.listen": f"127.0.0.1:{port}"},
+    )
+    proc.console_port = port  # type: ignore[attr-defined]
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20) as answer:
+        return answer.status, answer.read().decode()
+
+
+@pytest.fixture(scope="module")
+def group(broker: MusterProcess) -> Iterator[Consumer]:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        producer.produce(TOPIC, f'{{"n": {i}}}'.encode(), key=b"k")
+    producer.flush(10)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": GROUP,
+            "client.id": "inside-client",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([TOPIC])
+    deadline = time.monotonic() + 30
+    got = 0
+    while got < 5 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        got += msg is not None and msg.error() is None
+    consumer.commit(asynchronous=False)
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def test_console_served_by_the_broker(broker: MusterProcess, group: Consumer) -> None:
+    port = broker.console_port  # type: ignore[attr-defined]
+    status, text = _get(port, "/")
+    assert status == 200 and "Cluster" in text
+    status, text = _get(port, f"/groups/{GROUP}")
+    assert status == 200 and "inside-client" in text and "Rebalance started" in text
+
+
+def _poll_until(consumers: list[Consumer], done: object, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.2)
+        if done():  # type: ignore[operator]
+            return
+    raise AssertionError("timed out")
+
+
+def test_history_from_consumer_offsets_agrees_with_muster_events(broker: MusterProcess) -> None:
+    """Three generations (join, second join, a leave): the history derived from
+    __consumer_offsets has the same generations and member counts as the
+    RebalanceCompleted events muster recorded."""
+    import asyncio
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from muster import explain
+    from muster.client.admin import AIOAdmin
+    from muster.console.history import EventsTail, derived_history
+    from muster.coordinator.events import RebalanceCompleted
+
+    group_id = "derive-group"
+    topic = "derive-topic"
+    admin_client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin_client.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
+    conf = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group_id,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+    }
+    a = Consumer({**conf, "client.id": "derive-a"})
+    a.subscribe([topic])
+    _poll_until([a], lambda: len(a.assignment()) == 2)
+    b = Consumer({**conf, "client.id": "derive-b"})
+    b.subscribe([topic])
+    _poll_until([a, b], lambda: len(b.assignment()) == 1 and len(a.assignment()) == 1)
+    b.close()
+    _poll_until([a], lambda: len(a.assignment()) == 2, seconds=40)
+    a.close()
+
+    async def read() -> tuple[list[explain.Event], list]:
+        client = {"bootstrap.servers": broker.bootstrap}
+        admin = await AIOAdmin(client).start()
+        tail = EventsTail(client)
+        try:
+            await tail.catch_up(admin)
+            derived = await derived_history(client, admin, group_id)
+        finally:
+            await tail.close()
+            await admin.close()
+        return tail.events(group_id), derived or []
+
+    events, derived = asyncio.run(read())
+    completed = {e.generation: e.member_count for e in events if isinstance(e, RebalanceCompleted)}
+    generations = {g.number: len(g.members) for g in derived if g.kind == "generation"}
+    assert len(completed) >= 3
+    assert {n: c for n, c in generations.items() if n in completed} == completed
+    assert set(completed) <= set(generations)
+    joined = [m for g in derived for m in g.joined]
+    left = [m for g in derived for m in g.left]
+    assert len(joined) >= 2 and len(left) >= 1
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+def test_browser_shows_the_group_and_live_updates(
+    broker: MusterProcess, group: Consumer, tmp_path: Path
+) -> None:
+    """A real browser: the group page renders, htmx's SSE extension swaps the
+    live part in (its `as of` line changes without a reload)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    port = broker.console_port  # type: ignore[attr-defined]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/groups/{GROUP}")
+            first = page.locator("#live p.muted").last.inner_text()
+            assert "inside-client" in page.locator("#members").inner_text()
+            page.wait_for_function(
+                "old => { const p = document.querySelectorAll('#live p.muted');"
+                " return p.length && p[p.length - 1].innerText !== old; }",
+                arg=first,
+                timeout=10_000,
+            )
+            page.screenshot(path=str(tmp_path / "group.png"), full_page=True)
+            page.goto(f"http://127.0.0.1:{port}/")
+            assert "Cluster" in page.inner_text("h1")
+            page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+            page.goto(f"http://127.0.0.1:{port}/topics/{TOPIC}")
+            page.select_option("select[name=format]", "json")
+            page.click("text=Browse")  # htmx swaps one page of records in
+            page.wait_for_selector("#records td", timeout=10_000)
+            assert '"n": 19' in page.inner_text("#records")
+            page.screenshot(path=str(tmp_path / "topic.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "group.png").stat().st_size > 10_000
+
+
+def test_broker_stops_promptly_with_a_live_stream_open(broker: MusterProcess) -> None:
+    """SIGTERM with a browser's SSE stream open: the console closes the stream
+    and the broker exits cleanly (last in the module: it restarts the broker)."""
+    port = broker.console_port  # type: ignore[attr-defined]
+    stream = urllib.request.urlopen(f"http://127.0.0.1:{port}/groups/{GROUP}/live", timeout=20)
+    try:
+        assert stream.readline().startswith(b"event: live")
+        started = time.monotonic()
+        assert broker.stop() == 0
+        assert time.monotonic() - started < 15
+    finally:
+        stream.close()
+    broker.start()
