@@ -65,11 +65,8 @@ class Normaliser:
         if key in IDS and value not in (None, "", -1, 0, "00000000-0000-0000-0000-000000000000"):
             if isinstance(value, str):
                 value = value.replace(self.token, "")
-                return (
-                    self.string(value)
-                    if _UUID.search(value) or _B64.search(value)
-                    else self._id(value)
-                )
+                # "client-<uuid>" keeps its prefix; any other id is one token
+                return self.string(value) if _UUID.search(value) else self._id(value)
             return self._id(value)
         if isinstance(value, dict):
             return {k: self.value(v, k) for k, v in value.items()}
@@ -77,8 +74,18 @@ class Normaliser:
             out = [self.value(v, key) for v in value]
             if key == "members" and all(isinstance(v, dict) and "member_id" in v for v in out):
                 out.sort(key=lambda v: str(v["member_id"]))  # Kafka's order is a HashMap's
-            if key == "results" and all(isinstance(v, dict) and "group_id" in v for v in out):
+            if key in ("results", "groups") and all(
+                isinstance(v, dict) and "group_id" in v for v in out
+            ):
                 out.sort(key=lambda v: str(v["group_id"]))  # likewise
+            if key in ("topic_partitions", "assigned_partitions") and all(
+                isinstance(v, dict) for v in out
+            ):
+                out.sort(key=lambda v: str(v.get("topic_name") or v.get("topic_id")))
+            if key == "subscribed_topic_names" and all(isinstance(v, str) for v in out):
+                out.sort()  # a set in Kafka
+            if key in ("partitions", "partition_indexes") and all(isinstance(v, int) for v in out):
+                out.sort()
             return out
         if isinstance(value, str):
             return self.string(value)
