@@ -120,16 +120,23 @@ def summary(outcomes: list[Outcome]) -> tuple[int, int, int]:
     return len(outcomes), differ, documented
 
 
-def report(outcomes: list[Outcome], verbose: bool = False, out: Any = sys.stdout) -> str:
+def report(
+    outcomes: list[Outcome], verbose: bool = False, out: Any = sys.stdout, limit: int = 8
+) -> str:
     rows = []
     for o in outcomes:
         shown = o.differing if verbose else o.undocumented
+        if len(shown) > limit:
+            shown = [*shown[:limit], f"... {len(shown) - limit} more"]
         for path in shown:
+            if path.startswith("..."):
+                rows.append(f"{o.scenario.name:<44} {path}")
+                continue
             i = int(path.split(":", 1)[0])
             k = o.kafka[i][1] if i < len(o.kafka) else "<absent>"
             m = o.muster[i][1] if i < len(o.muster) else "<absent>"
-            sub = path.split(":", 1)[1]
-            sub = sub[sub.find(".") :] if "." in sub else ""
+            label = (o.kafka[i] if i < len(o.kafka) else o.muster[i])[0]
+            sub = path[len(f"{i}:{label}") :]
             mark = "" if path in o.undocumented else "  (documented)"
             rows.append(
                 f"{o.scenario.name:<44} {path:<60} kafka={_short(at(k, sub))} "
