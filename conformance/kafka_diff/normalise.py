@@ -32,6 +32,11 @@ MASKED = {
     "current_leader_epoch",
     "topic_authorized_operations",
     "cluster_authorized_operations",
+    "replica_nodes",
+    "isr_nodes",
+    "offline_replicas",
+    "eligible_leader_replicas",
+    "last_known_elr",
 }
 # Fields whose value is a random id: numbered, not compared literally.
 IDS = {"topic_id", "producer_id", "member_id", "leader", "assignor_name_hidden"}

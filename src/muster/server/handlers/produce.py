@@ -70,7 +70,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
                 continue
             records = pdata.records
             if not records:
-                parts.append(_partition_result(index, ErrorCode.corrupt_message, "no records"))
+                # Kafka (v3+): exactly one record batch, else INVALID_RECORD
+                parts.append(_partition_result(index, ErrorCode.invalid_record, "no records"))
                 continue
             try:
                 info = plog.append(records, stamp)

@@ -1,5 +1,6 @@
-"""DescribeConfigs answers shaped like Kafka 4.4's (kafka-diff): synonyms when
-asked for, Kafka's config types."""
+"""Answers shaped like Kafka 4.4's where kafka-diff (conformance/kafka_diff) found
+muster's different: DescribeConfigs synonyms and types, CreateTopics duplicates,
+CreatePartitions assignments, Produce without records."""
 
 from __future__ import annotations
 
@@ -65,5 +66,56 @@ def test_create_topics_names_a_duplicate_once_and_create_partitions_checks_broke
         body = {"topics": [{"name": "grow-me", "count": 2, "assignments": [{"broker_ids": [0]}]}]}
         answer = raw.call(37, 3, {**body, "timeout": 5000})
         assert answer.results[0].error_code == 0
+    finally:
+        raw.close()
+
+
+def test_produce_without_records_is_invalid_record(shared_muster: MusterProcess) -> None:
+    create_topic(shared_muster.bootstrap, "no-records")
+    raw = RawClient(shared_muster.port)
+    try:
+        body = {
+            "acks": -1,
+            "timeout": 5000,
+            "topic_data": [
+                {"name": "no-records", "partition_data": [{"index": 0, "records": b""}]}
+            ],
+        }
+        answer = raw.call(0, 9, body)
+    finally:
+        raw.close()
+    assert answer.responses[0].partition_responses[0].error_code == 87
+
+
+def test_fetch_out_of_range_and_list_offsets_versions(shared_muster: MusterProcess) -> None:
+    """An out-of-range fetch answers the error alone (offsets -1, aborted []);
+    ListOffsets takes MAX_TIMESTAMP from v7 and EARLIEST_LOCAL from v8."""
+    create_topic(shared_muster.bootstrap, "ranges")
+    raw = RawClient(shared_muster.port)
+    try:
+        part = {"partition": 0, "fetch_offset": 100, "partition_max_bytes": 1 << 20}
+        body = {
+            "max_wait": 0,
+            "max_bytes": 1 << 20,
+            "topics": [{"topic": "ranges", "partitions": [part]}],
+        }
+        p = raw.call(1, 11, body).responses[0].partitions[0]
+        assert (p.error_code, p.high_watermark, p.log_start_offset) == (1, -1, -1)
+        assert p.aborted_transactions == ()
+
+        def list_offsets(version: int, ts: int) -> tuple[int, int]:
+            body = {
+                "replica_id": -1,
+                "topics": [
+                    {"name": "ranges", "partitions": [{"partition_index": 0, "timestamp": ts}]}
+                ],
+            }
+            got = raw.call(2, version, body).topics[0].partitions[0]
+            return got.error_code, got.offset
+
+        assert list_offsets(6, -3) == (35, -1)
+        assert list_offsets(7, -3)[0] == 0
+        assert list_offsets(7, -4) == (35, -1)
+        assert list_offsets(8, -4) == (0, 0)
     finally:
         raw.close()
