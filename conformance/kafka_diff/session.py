@@ -171,16 +171,33 @@ class Session:
         return Pending(lambda: c.call(api_key, version, body))
 
     def raw(self, payload: bytes, label: str, conn: int = 0, timeout: float = 5.0) -> Any:
-        """Bytes as they are; records the answer frame's first bytes (correlation id
-        and what follows) or CLOSED."""
+        """Bytes as they are; records the answer's correlation id (and the int16
+        after it: the error code of most v0 bodies) or CLOSED, or "<silent>" when
+        the broker neither answers nor closes within `timeout`."""
         c = self.conn(conn)
         c.sock.settimeout(timeout)
+        answer: Any
         if not c.send_bytes(payload):
-            answer: Any = CLOSED
+            answer = CLOSED
         else:
-            frame = c.read_frame()
-            answer = CLOSED if frame is None else frame.hex()
+            try:
+                head = c.sock.recv(4, socket.MSG_PEEK)
+            except TimeoutError:
+                head = None
+                answer = "<silent>"
+            except OSError:
+                head = b""
+            if head is not None:
+                frame = c.read_frame() if head else None
+                if frame is None:
+                    answer = CLOSED
+                else:
+                    answer = {"correlation_id": struct.unpack_from(">i", frame)[0]}
+                    if len(frame) >= 6:
+                        answer["next_int16"] = struct.unpack_from(">h", frame, 4)[0]
         self.record(label, answer)
+        if answer in (CLOSED, "<silent>"):
+            self.connections.pop(conn).close()
         return answer
 
     def record(self, label: str, value: Any) -> None:

@@ -88,7 +88,7 @@ def test_produce_without_records_is_invalid_record(shared_muster: MusterProcess)
 
 
 def test_fetch_out_of_range_and_list_offsets_versions(shared_muster: MusterProcess) -> None:
-    """An out-of-range fetch answers the error alone (offsets -1, aborted []);
+    """An out-of-range fetch answers the error alone (offsets -1, no aborted list);
     ListOffsets takes MAX_TIMESTAMP from v7 and EARLIEST_LOCAL from v8."""
     create_topic(shared_muster.bootstrap, "ranges")
     raw = RawClient(shared_muster.port)
@@ -101,7 +101,7 @@ def test_fetch_out_of_range_and_list_offsets_versions(shared_muster: MusterProce
         }
         p = raw.call(1, 11, body).responses[0].partitions[0]
         assert (p.error_code, p.high_watermark, p.log_start_offset) == (1, -1, -1)
-        assert p.aborted_transactions == ()
+        assert p.aborted_transactions is None
 
         def list_offsets(version: int, ts: int) -> tuple[int, int]:
             body = {
@@ -119,3 +119,24 @@ def test_fetch_out_of_range_and_list_offsets_versions(shared_muster: MusterProce
         assert list_offsets(8, -4) == (0, 0)
     finally:
         raw.close()
+
+
+def test_transactions_start_when_a_client_created_their_topic(muster: MusterProcess) -> None:
+    """A client's CreateTopics of __transaction_state before the first transaction
+    (Kafka allows it): the coordinator adopts the topic instead of failing every
+    InitProducerId with COORDINATOR_NOT_AVAILABLE."""
+    raw = RawClient(muster.port)
+    try:
+        spec = {"name": "__transaction_state", "num_partitions": 2, "replication_factor": 1}
+        assert raw.call(19, 7, {"topics": [spec], "timeout": 5000}).topics[0].error_code == 0
+        raw.call(10, 4, {"key_type": 1, "coordinator_keys": ["tx"]})
+        body = {
+            "transactional_id": "tx",
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        answer = raw.call(22, 4, body)
+    finally:
+        raw.close()
+    assert answer.error_code == 0 and answer.producer_id >= 0

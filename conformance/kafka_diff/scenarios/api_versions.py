@@ -4,6 +4,8 @@ DIFFERENCES.md: served, or why not)."""
 
 from __future__ import annotations
 
+import struct
+
 from conformance.kafka_diff.registry import register
 from conformance.kafka_diff.session import Session
 
@@ -47,18 +49,17 @@ for _k in KEYS:
 
 
 def unknown_version_answer(s: Session) -> None:
-    # ApiVersions at a version neither serves: the v0 answer with UNSUPPORTED_VERSION
-    import struct
-
-    body = struct.pack(">hhih", API_VERSIONS, 99, 42, 5) + b"kdiff"
-
+    """ApiVersions at a version neither serves: KIP-511's v0 answer with
+    UNSUPPORTED_VERSION, listing ApiVersions' own range."""
+    body = struct.pack(">hhih", API_VERSIONS, 99, 42, 5) + b"kdiff" + b"\x00"
     s.conn().send_bytes(struct.pack(">i", len(body)) + body)
     answer = s.conn().read_frame()
     if answer is None:
         s.record("v99", "<closed>")
         return
-    corr, err = struct.unpack_from(">ih", answer)
-    s.record("v99", {"correlation": corr, "error_code": err, "has_keys": len(answer) > 10})
+    corr, err, count = struct.unpack_from(">ihi", answer)
+    keys = [struct.unpack_from(">hhh", answer, 10 + 6 * i) for i in range(count)]
+    s.record("v99", {"correlation": corr, "error_code": err, "api_keys": keys})
 
 
 register("api_versions", "unknown_version", unknown_version_answer)

@@ -7,11 +7,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from muster.records.batch import build_batch
-
 from conformance.kafka_diff.helpers import METADATA, create_topic
 from conformance.kafka_diff.registry import register
 from conformance.kafka_diff.session import Session
+from muster.records.batch import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
 INIT_PID, ADD_PARTITIONS, END_TXN, ADD_OFFSETS = 22, 24, 26, 25

@@ -46,6 +46,9 @@ def _end_offset(data: bytes) -> int:
     return int(base + delta + 1)
 
 
+_NOT_HOSTED = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
+
+
 def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
     return {
         "partition_index": index,
@@ -53,7 +56,8 @@ def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": None if error == ErrorCode.none else [],  # as Kafka 4.4
+        # as Kafka 4.4: an empty list for a partition it does not host
+        "aborted_transactions": [] if error in _NOT_HOSTED else None,
         "preferred_read_replica": -1,
         "records": b"",
     }
