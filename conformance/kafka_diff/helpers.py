@@ -168,7 +168,27 @@ def create_topic(
         s.record("topic", [{k: t[k] for k in ("name", "topic_id")} for t in answer["topics"]])
     # wait until the topic has a leader (Kafka's metadata catches up asynchronously)
     s.wait(lambda: _has_leader(s, name), 20)
+    s.wait(lambda: _serves(s, name, partitions), 20)
     return answer
+
+
+def _serves(s: Session, topic: str, partitions: int) -> bool:
+    """The partitions answer ListOffsets (Kafka's replica may lag its metadata)."""
+    body = {
+        "replica_id": -1,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": p, "timestamp": -1} for p in range(max(partitions, 1))
+                ],
+            }
+        ],
+    }
+    a = s.call(2, 7, body, record=False)
+    return isinstance(a, dict) and all(
+        p["error_code"] == 0 for t in a["topics"] for p in t["partitions"]
+    )
 
 
 def _has_leader(s: Session, topic: str) -> bool:

@@ -140,3 +140,48 @@ def test_transactions_start_when_a_client_created_their_topic(muster: MusterProc
     finally:
         raw.close()
     assert answer.error_code == 0 and answer.producer_id >= 0
+
+
+def test_incremental_alter_configs_like_kafka(shared_muster: MusterProcess) -> None:
+    """APPEND/SUBTRACT work on the value in effect (the default included) and only
+    on list configs; a config named twice or an unknown operation is refused."""
+    create_topic(shared_muster.bootstrap, "incremental")
+    raw = RawClient(shared_muster.port)
+
+    def alter(*ops: tuple[str, int, str | None]) -> int:
+        configs = [{"name": n, "config_operation": op, "value": v} for n, op, v in ops]
+        body = {
+            "resources": [{"resource_type": 2, "resource_name": "incremental", "configs": configs}]
+        }
+        return int(raw.call(44, 1, body).responses[0].error_code)
+
+    try:
+        assert alter(("cleanup.policy", 2, "compact")) == 0
+        got = _describe(shared_muster.port, 2, "incremental", ["cleanup.policy"], False)
+        assert got["cleanup.policy"].value == "delete,compact"
+        assert alter(("cleanup.policy", 3, "compact")) == 0
+        got = _describe(shared_muster.port, 2, "incremental", ["cleanup.policy"], False)
+        assert got["cleanup.policy"].value == "delete"
+        assert alter(("retention.ms", 2, "1")) == 40  # not a list
+        assert alter(("retention.ms", 0, "1"), ("retention.ms", 1, None)) == 42
+        assert alter(("retention.ms", 9, "1")) == 42
+    finally:
+        raw.close()
+
+
+def test_describe_configs_of_another_broker_is_invalid(shared_muster: MusterProcess) -> None:
+    raw = RawClient(shared_muster.port)
+    try:
+        for name, error in (("999", 42), ("x", 42), ("0", 0), ("", 0)):
+            body = {
+                "resources": [
+                    {
+                        "resource_type": 4,
+                        "resource_name": name,
+                        "configuration_keys": ["num.partitions"],
+                    }
+                ]
+            }
+            assert raw.call(32, 4, body).results[0].error_code == error, name
+    finally:
+        raw.close()

@@ -203,16 +203,16 @@ def _describe(v: int):
             {"resource_type": BROKER, "resource_name": node, "configuration_keys": BROKER_KEYS}
         ]
         s.record("broker_keys", by_name(s.call(DESCRIBE_CONFIGS, v, body, record=False)))
-        body["resources"] = [
-            {
-                "resource_type": TOPIC,
-                "resource_name": s.name("missing"),
-                "configuration_keys": None,
-            },
-            {"resource_type": BROKER, "resource_name": "999", "configuration_keys": None},
-            {"resource_type": 99, "resource_name": "x", "configuration_keys": None},
-        ]
-        s.record("errors", by_name(s.call(DESCRIBE_CONFIGS, v, body, record=False)))
+        for label, rtype, name in (
+            ("missing_topic", TOPIC, s.name("missing")),
+            ("other_broker", BROKER, "999"),
+            ("bad_broker_id", BROKER, "x"),
+            ("bad_type", 99, "x"),
+        ):
+            body["resources"] = [
+                {"resource_type": rtype, "resource_name": name, "configuration_keys": None}
+            ]
+            s.record(label, by_name(s.call(DESCRIBE_CONFIGS, v, body, record=False)))
 
     return run
 

@@ -109,7 +109,7 @@ for _v in range(5):
     register("classic", f"heartbeat_v{_v}", _heartbeat(_v))
 for _v in range(6):
     register("classic", f"leave_v{_v}", _leave(_v))
-for _v in range(6):
+for _v in range(7):
     register("classic", f"describe_v{_v}", _describe(_v))
 
 

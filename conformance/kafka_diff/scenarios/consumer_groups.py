@@ -75,7 +75,7 @@ def settle(
     is Stable with every member at the group's epoch: Kafka 4.4 assigns off the
     heartbeat path, muster within it, so only the settled state is compared."""
     held: dict[str, list[dict[str, Any]]] = {m: [] for m in members}
-    for _ in range(60):
+    for _ in range(150):  # Kafka resolves regexes and new topics asynchronously
         for m, epoch in list(members.items()):
             a = s.call(
                 CG_HEARTBEAT, v, hb_body(g, m, epoch, topic_partitions=held[m], **kw), record=False
@@ -167,31 +167,26 @@ def regex_subscription(s: Session) -> None:
     a = hb_error(s, 1, "join_regex", g, m, 0, subscribed_topic_regex=pattern)
     epoch = a.get("member_epoch", 0)
 
-    def assigned() -> Any:
-        b = s.call(CG_HEARTBEAT, 1, hb_body(g, m, epoch), record=False)
-        return b if owned(b) and len(owned(b)) == 2 else None
-
-    b = s.wait(assigned, 20)  # the regex is resolved asynchronously
-    s.record("resolved", {"topics": len(owned(b)) if b else 0})
+    epoch = settle(s, g, {m: epoch}, expect=2, subscribed_topic_regex=pattern)[m]
     cg_describe(s, 1, [g])
-    hb(
-        s,
-        1,
-        "bad_regex",
-        g,
-        m,
-        b.get("member_epoch", epoch) if b else epoch,
-        subscribed_topic_regex="(unclosed",
-    )
+    hb_error(s, 1, "bad_regex", g, m, epoch, subscribed_topic_regex="(unclosed")
 
 
 def fencing(s: Session) -> None:
     g, t = s.name("g"), s.name("t")
     create_topic(s, t, 1)
-    m, epoch, _a = _member(s, g, [t])
+    m, epoch, _a = _member(s, g, [t], expect=1)
     hb(s, 1, "epoch_ahead", g, m, epoch + 5)
-    m, epoch, _a = _member(s, g, [t])
-    hb(s, 1, "epoch_behind", g, m, epoch - 1 if epoch > 1 else 0)
+    g2 = s.name("g2")
+    m, first, _a = _member(s, g2, [t], expect=1)
+    # two subscription changes: the first epoch is neither current nor previous
+    t3 = s.name("t3")
+    create_topic(s, t3, 1)
+    epoch = first
+    for topics, expect in (([t, t3], 2), ([t], 1)):
+        s.call(CG_HEARTBEAT, 1, hb_body(g2, m, epoch, subscribed_topic_names=topics), record=False)
+        epoch = settle(s, g2, {m: epoch}, expect=expect)[m]
+    hb(s, 1, "epoch_behind", g2, m, first)
     hb(s, 1, "unknown_member", g, new_member_id(), 3)
     hb(s, 1, "unknown_group", s.name("none"), new_member_id(), 3)
     hb(s, 1, "empty_group", "", new_member_id(), 0, subscribed_topic_names=[t])

@@ -155,6 +155,12 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
                 results.append(result)
                 continue
             configs = _topic_configs(ctx, res.resource_name)
+        elif res.resource_type == BROKER and res.resource_name not in ("", str(ctx.state.node_id)):
+            # Kafka: a broker resource names this broker (or "" for the defaults)
+            result["error_code"] = ErrorCode.invalid_request
+            result["error_message"] = f"unexpected broker id {res.resource_name!r}"
+            results.append(result)
+            continue
         elif res.resource_type == BROKER:
             configs = _broker_configs(ctx)
         else:
@@ -232,18 +238,43 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> dic
     for res in req.resources:
         info = ctx.state.logs.topic(res.resource_name) if res.resource_type == TOPIC else None
         current = dict(info.configs) if info is not None else {}
-        for c in res.configs:
+        effective = (
+            {c["name"]: c["value"] for c in _topic_configs(ctx, res.resource_name)} if info else {}
+        )
+        names = [c.name for c in res.configs]
+        problem: tuple[ErrorCode, str] | None = None
+        if len(set(names)) != len(names):  # as Kafka: one operation per config
+            problem = (ErrorCode.invalid_request, "a config is named more than once")
+        for c in res.configs if problem is None else ():
             if c.config_operation == DELETE:
                 current.pop(c.name, None)
             elif c.config_operation == SET and c.value is not None:
                 current[c.name] = c.value
             elif c.config_operation in (APPEND, SUBTRACT):
-                items = [x for x in current.get(c.name, "").split(",") if x]
+                if _KAFKA_TYPES.get(c.name) != LIST:
+                    problem = (ErrorCode.invalid_config, f"{c.name} is not a list config")
+                    break
+                # Kafka appends to (subtracts from) the value in effect, default included
+                base = current.get(c.name, effective.get(c.name) or "")
+                items = [x for x in base.split(",") if x]
                 for v in (c.value or "").split(","):
                     if c.config_operation == APPEND and v not in items:
                         items.append(v)
                     elif c.config_operation == SUBTRACT and v in items:
                         items.remove(v)
                 current[c.name] = ",".join(items)
+            elif c.config_operation not in (SET, DELETE):
+                problem = (ErrorCode.invalid_request, f"unknown operation {c.config_operation}")
+                break
+        if problem is not None:
+            responses.append(
+                {
+                    "error_code": problem[0],
+                    "error_message": problem[1],
+                    "resource_type": res.resource_type,
+                    "resource_name": res.resource_name,
+                }
+            )
+            continue
         responses.append(_alter(ctx, res, current, req.validate_only))
     return {"throttle_time": 0, "responses": responses}
