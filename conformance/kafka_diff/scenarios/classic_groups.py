@@ -240,3 +240,55 @@ register("classic", "static_member", static_member)
 register("classic", "static_member_versions", static_member_versions)
 register("classic", "static_leave_unknown_instance", static_leave_unknown_instance)
 register("classic", "heartbeat_static_wrong_instance", heartbeat_static_wrong_instance)
+
+
+def sync_while_rebalancing(s: Session) -> None:
+    """The leader's SyncGroup while a new member's join put the group in
+    PreparingRebalance: REBALANCE_IN_PROGRESS (spec §5)."""
+    g = s.name()
+    a = join(s, 9, g)
+    m, gen = a["member_id"], a["generation_id"]
+    first = s.call(JOIN, 9, join_body(g), "b_join", conn=1)
+    pending = s.later(JOIN, 9, join_body(g, member_id=first["member_id"]), conn=1)
+    s.wait(lambda: _in_rebalance(s, g), 10)
+    sync(s, 5, g, m, gen, {m: assignment({"t": [0]})}, label="sync_rebalancing")
+    heartbeat(s, 4, g, m, gen, label="hb_rebalancing")
+    join(s, 9, g, label="a_rejoin", member_id=m)
+    s.record("b_answer", pending.wait())
+
+
+def session_expiry(s: Session) -> None:
+    """A member that stops heartbeating is removed after its session timeout
+    (6 s, both brokers' group.min.session.timeout.ms) and the group is Empty."""
+    g = s.name()
+    m, gen = stable_member(s, g, session_timeout=6000)
+    s.wait(lambda: _state(s, g) == "Empty", 20)
+    describe(s, g, label="after_expiry")
+    heartbeat(s, 4, g, m, gen, label="hb_expired")
+
+
+def _state(s: Session, g: str) -> str:
+    d = s.call(15, 5, {"groups": [g]}, record=False)
+    return d["groups"][0]["group_state"] if isinstance(d, dict) else ""
+
+
+def batch_leave(s: Session) -> None:
+    """LeaveGroup v3+ with several members, one unknown: per-member errors."""
+    g = s.name()
+    m, _gen = stable_member(s, g, instance="i1")
+    body = {
+        "group_id": g,
+        "members": [
+            {"member_id": m, "group_instance_id": "i1", "reason": "kdiff"},
+            {"member_id": "", "group_instance_id": "i-unknown", "reason": None},
+            {"member_id": "kdiff-nope", "group_instance_id": None, "reason": None},
+        ],
+    }
+    for v in (3, 5):
+        s.call(LEAVE, v, {**body, "group_id": g if v == 3 else g + "-none"}, f"batch_v{v}")
+    describe(s, g)
+
+
+register("classic", "sync_while_rebalancing", sync_while_rebalancing)
+register("classic", "session_expiry", session_expiry)
+register("classic", "batch_leave", batch_leave)

@@ -317,3 +317,25 @@ register("consumer", "static_members", static_members)
 register("consumer", "assignors", assignors)
 register("consumer", "two_members", two_members)
 register("consumer", "describe_errors", describe_errors)
+
+
+def admin_on_consumer_groups(s: Session) -> None:
+    """ListGroups type filters, classic DescribeGroups and DeleteGroups on a
+    consumer (KIP-848) group."""
+    g, t = s.name("g"), s.name("t")
+    create_topic(s, t, 1)
+    m, _epoch, _a = _member(s, g, [t], expect=1)
+    for types in (["consumer"], ["classic"]):
+        a = s.call(16, 5, {"states_filter": [], "types_filter": types}, record=False)
+        s.record(
+            f"list_{types[0]}",
+            [x for x in a["groups"] if x["group_id"] == g] if isinstance(a, dict) else a,
+        )
+    s.call(15, 5, {"groups": [g]}, "classic_describe")
+    s.call(42, 2, {"groups_names": [g]}, "delete_non_empty")
+    hb(s, 1, "leave", g, m, -1)
+    s.call(42, 2, {"groups_names": [g]}, "delete_empty")
+    cg_describe(s, 1, [g], "after_delete")
+
+
+register("consumer", "admin_on_consumer_groups", admin_on_consumer_groups)

@@ -234,3 +234,66 @@ def _txn_commit(v: int):
 
 for _v in range(6):
     register("offsets", f"txn_offset_commit_v{_v}", _txn_commit(_v))
+
+
+def pending_transactional_offsets(s: Session) -> None:
+    """A TxnOffsetCommit in an open transaction: OffsetFetch with require_stable
+    answers UNSTABLE_OFFSET_COMMIT until EndTxn, then the offset."""
+    g, t, txn = s.name("g"), s.name("t"), s.name("tx")
+    create_topic(s, t, 1)
+    a = s.call(
+        22,
+        4,
+        {
+            "transactional_id": txn,
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+        record=False,
+    )
+    pid, epoch = a["producer_id"], a["producer_epoch"]
+    s.call(
+        25,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "group_id": g},
+        "add_offsets",
+    )
+    body = {
+        "transactional_id": txn,
+        "group_id": g,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "generation_id": -1,
+        "member_id": "",
+        "topics": [
+            {
+                "name": t,
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": "x"}
+                ],
+            }
+        ],
+    }
+    s.call(TXN_OFFSET_COMMIT, 3, body, "txn_commit")
+    s.call(OFFSET_FETCH, 8, fetch_body(g, {t: [0]}, require_stable=True), "stable_pending")
+    s.call(OFFSET_FETCH, 8, fetch_body(g, {t: [0]}), "unstable_ok")
+    s.call(OFFSET_FETCH, 6, fetch_body(g, {t: [0]}, require_stable=True), "stable_pending_v6")
+    s.call(
+        26,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": True},
+        "end_txn",
+    )
+
+    def settled() -> bool:
+        a = s.call(OFFSET_FETCH, 8, fetch_body(g, {t: [0]}, require_stable=True), record=False)
+        return (
+            isinstance(a, dict) and a["groups"][0]["topics"][0]["partitions"][0]["error_code"] == 0
+        )
+
+    s.wait(settled, 10)
+    s.call(OFFSET_FETCH, 8, fetch_body(g, {t: [0]}, require_stable=True), "after_commit")
+
+
+register("offsets", "pending_transactional_offsets", pending_transactional_offsets)
