@@ -4,6 +4,8 @@ CreatePartitions assignments, Produce without records."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.support.brokers import MusterProcess
 from tests.support.security import RawClient
 from tests.wire.clients import create_topic
@@ -183,5 +185,70 @@ def test_describe_configs_of_another_broker_is_invalid(shared_muster: MusterProc
                 ]
             }
             assert raw.call(32, 4, body).results[0].error_code == error, name
+    finally:
+        raw.close()
+
+
+def test_transactional_batches_outside_a_transaction_are_refused(
+    shared_muster: MusterProcess,
+) -> None:
+    """Kafka 4.4: a transactional batch without a transactional id is
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, one for a partition not added to the
+    ongoing transaction INVALID_TXN_STATE; an out-of-order error carries the
+    partition's log start offset."""
+    from muster.records.batch import build_batch
+
+    create_topic(shared_muster.bootstrap, "txn-outside")
+    raw = RawClient(shared_muster.port)
+    try:
+        raw.call(10, 4, {"key_type": 1, "coordinator_keys": ["outside"]})
+        init = {
+            "transactional_id": "outside",
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        pid = raw.call(22, 4, init)
+        records = build_batch(
+            [(None, b"x")],
+            producer_id=pid.producer_id,
+            producer_epoch=pid.producer_epoch,
+            base_sequence=0,
+            transactional=True,
+        )
+
+        def produce(txn: str | None, data: bytes) -> Any:
+            body = {
+                "transactional_id": txn,
+                "acks": -1,
+                "timeout": 5000,
+                "topic_data": [
+                    {"name": "txn-outside", "partition_data": [{"index": 0, "records": data}]}
+                ],
+            }
+            return raw.call(0, 9, body).responses[0].partition_responses[0]
+
+        assert produce(None, records).error_code == 53
+        assert produce("outside", records).error_code == 48
+        raw.call(
+            24,
+            3,
+            {
+                "v3_and_below_transactional_id": "outside",
+                "v3_and_below_producer_id": pid.producer_id,
+                "v3_and_below_producer_epoch": pid.producer_epoch,
+                "v3_and_below_topics": [{"name": "txn-outside", "partitions": [0]}],
+            },
+        )
+        assert produce("outside", records).error_code == 0
+        gap = build_batch(
+            [(None, b"y")],
+            producer_id=pid.producer_id,
+            producer_epoch=pid.producer_epoch,
+            base_sequence=7,
+            transactional=True,
+        )
+        answer = produce("outside", gap)
+        assert (answer.error_code, answer.log_start_offset) == (45, 0)
     finally:
         raw.close()
