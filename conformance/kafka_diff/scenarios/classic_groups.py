@@ -10,6 +10,7 @@ from conformance.kafka_diff.helpers import (
     LEAVE,
     SYNC,
     assignment,
+    create_topic,
     describe,
     heartbeat,
     join,
@@ -292,3 +293,48 @@ def batch_leave(s: Session) -> None:
 register("classic", "sync_while_rebalancing", sync_while_rebalancing)
 register("classic", "session_expiry", session_expiry)
 register("classic", "batch_leave", batch_leave)
+
+
+def states_walk(s: Session) -> None:
+    """JoinGroup and OffsetCommit in each state: CompletingRebalance (a rejoin with
+    unchanged protocols gets the same answer), Stable, Empty, Dead."""
+    g, topic = s.name(), s.name("t")
+    create_topic(s, topic, 1)
+    a = join(s, 9, g)
+    m, gen = a["member_id"], a["generation_id"]
+    join(s, 9, g, label="rejoin_completing", member_id=m)
+    commit = {
+        "group_id": g,
+        "generation_id_or_member_epoch": gen,
+        "member_id": m,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                ],
+            }
+        ],
+    }
+    s.call(8, 8, commit, "commit_completing")
+    changed = [("range", subscription("t", "u"))]
+    join(s, 9, g, label="rejoin_completing_new_protocols", member_id=m, protocols=changed)
+    d = describe(s, g, label="after_protocol_change")
+    if isinstance(d, dict):
+        m2 = d["groups"][0]["members"][0]["member_id"] if d["groups"][0]["members"] else m
+        leave(s, 5, g, m2)
+    describe(s, g, label="empty")
+    join(s, 9, g, label="known_member_empty_group", member_id=m)
+    s.call(42, 2, {"groups_names": [g]}, "delete")
+    describe(s, g, label="dead")
+    join(s, 9, g, label="known_member_dead_group", member_id=m)
+    s.call(
+        8,
+        8,
+        {**commit, "generation_id_or_member_epoch": -1, "member_id": ""},
+        "simple_commit_recreates",
+    )
+    describe(s, g, label="recreated")
+
+
+register("classic", "states_walk", states_walk)
