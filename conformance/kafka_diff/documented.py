@@ -105,7 +105,7 @@ DOCUMENTED: list[tuple[str, str, str]] = [
         "*:broker_keys*.configs.auto_create_topics_enable.*",
         "D6 the harness sets it on Kafka, muster's default",
     ),
-    ("admin.create_topics_v[567]", "*.configs", "D7 CreateTopics v5+ answers no config list"),
+    ("admin.create_topics_v[567]", "*:validate_only*.configs", "D7 validate_only: no configs"),
     ("admin.create_topics_v7", "*:validate_only*.topic_id", "D7 no topic id for validate_only"),
     (
         "admin.incremental_alter_configs_v*",

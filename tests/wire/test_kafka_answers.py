@@ -61,6 +61,10 @@ def test_create_topics_names_a_duplicate_once_and_create_partitions_checks_broke
         spec = {"name": "twice", "num_partitions": 1, "replication_factor": 1}
         answer = raw.call(19, 7, {"topics": [spec, spec], "timeout": 5000})
         assert [(t.name, t.error_code) for t in answer.topics] == [("twice", 42)]
+        # v5+: a created topic's configs come back (KIP-525)
+        once = {**spec, "name": "once"}
+        created = raw.call(19, 7, {"topics": [once], "timeout": 5000}).topics[0]
+        assert {c.name: c.value for c in created.configs}["cleanup.policy"] == "delete"
         create_topic(shared_muster.bootstrap, "grow-me")
         body = {"topics": [{"name": "grow-me", "count": 2, "assignments": [{"broker_ids": [7]}]}]}
         answer = raw.call(37, 3, {**body, "timeout": 5000})

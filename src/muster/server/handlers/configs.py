@@ -124,6 +124,12 @@ def _synonyms(name: str, value: str | None, source: int, prop: Any = None) -> li
     return out
 
 
+def created_topic_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    """CreateTopics v5+'s per-topic config list (KIP-525)."""
+    keys = ("name", "value", "read_only", "config_source", "is_sensitive")
+    return [{k: c[k] for k in keys} for c in _topic_configs(ctx, name)]
+
+
 def _broker_configs(ctx: RequestContext) -> list[dict[str, Any]]:
     cfg = ctx.state.config
     out = []

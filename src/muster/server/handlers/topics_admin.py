@@ -113,6 +113,10 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, A
     except LogError as exc:  # e.g. 'a.b' when 'a_b' exists (Kafka: INVALID_TOPIC_EXCEPTION)
         return fail(ErrorCode(exc.error_code), str(exc)[:300])
     result["topic_id"] = info.topic_id
+    if ctx.api_version >= 5:  # Kafka (KIP-525): the new topic's configs, as described
+        from muster.server.handlers.configs import created_topic_configs
+
+        result["configs"] = created_topic_configs(ctx, name)
     return result
 
 
