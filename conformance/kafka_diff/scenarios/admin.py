@@ -238,12 +238,33 @@ def config_names(s: Session) -> None:
 register("admin", "config_names", config_names)
 
 
-def record_topic_configs(s: Session, topic: str, label: str = "after") -> None:
+def record_topic_configs(
+    s: Session, topic: str, expect: dict[str, tuple[str, int]], label: str = "after"
+) -> None:
+    """The topic's retention.ms and cleanup.policy once they read as `expect`
+    (value, source) or after 15 s: Kafka applies an alteration through its
+    controller and describes it when its metadata image has caught up."""
     keys = ["retention.ms", "cleanup.policy"]
     body = {
         "resources": [{"resource_type": TOPIC, "resource_name": topic, "configuration_keys": keys}]
     }
-    s.record(label, by_name(s.call(DESCRIBE_CONFIGS, 4, body, record=False)))
+
+    def described() -> Any:
+        return by_name(s.call(DESCRIBE_CONFIGS, 4, body, record=False))
+
+    def settled() -> bool:
+        got = described()
+        if not isinstance(got, list):
+            return False
+        configs = got[0]["configs"]
+        return all(
+            (configs.get(k.replace(".", "_")) or {}).get("value") == v
+            and configs[k.replace(".", "_")]["config_source"] == src
+            for k, (v, src) in expect.items()
+        )
+
+    s.wait(settled, 15)
+    s.record(label, described())
 
 
 def _incremental(v: int):
@@ -291,7 +312,9 @@ def _incremental(v: int):
             [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
             name=s.name("missing"),
         )
-        record_topic_configs(s, t)
+        record_topic_configs(
+            s, t, {"retention.ms": ("604800000", 5), "cleanup.policy": ("delete", 1)}
+        )
 
     return run
 
@@ -321,7 +344,9 @@ def _alter(v: int):
         alter("unknown", {"no.such": "1"})
         alter("validate_only", {"retention.ms": "5"}, validate=True)
         alter("missing_topic", {"retention.ms": "5"}, name=s.name("missing"))
-        record_topic_configs(s, t)
+        record_topic_configs(
+            s, t, {"retention.ms": ("7200000", 1), "cleanup.policy": ("delete", 5)}
+        )
 
     return run
 
