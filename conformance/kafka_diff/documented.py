@@ -69,6 +69,7 @@ DOCUMENTED: list[tuple[str, str, str]] = [
     ("malformed.api_versions_v99_no_tags", "*", "D3 lenient KIP-511 answer"),
     ("consumer.*", "*_epoch", "D4 Kafka's epochs run ahead (asynchronous assignment)"),
     ("consumer.join_leave_v0", "*member_id", "D5 server-generated member id format"),
+    ("consumer.fencing_v0", "*member_id", "D5 server-generated member id format"),
     ("admin.config_names", "*", "D6 muster's config set is a subset"),
     (
         "admin.describe_configs_v*",

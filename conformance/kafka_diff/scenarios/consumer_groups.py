@@ -339,3 +339,47 @@ def admin_on_consumer_groups(s: Session) -> None:
 
 
 register("consumer", "admin_on_consumer_groups", admin_on_consumer_groups)
+
+
+def assignor_change(s: Session) -> None:
+    """A member switches server_assignor: the group's assignor follows."""
+    g, t = s.name("g"), s.name("t")
+    create_topic(s, t, 2)
+    m, epoch, _a = _member(s, g, [t], expect=2, server_assignor="uniform")
+    a = hb_error(s, 1, "switch_to_range", g, m, epoch, server_assignor="range")
+    settle(s, g, {m: epoch}, expect=2, server_assignor="range")
+    cg_describe(s, 1, [g], "after_switch")
+    s.record("switch_error", a.get("error_code") if isinstance(a, dict) else a)
+
+
+def leave_and_rejoin(s: Session) -> None:
+    """A member leaves (epoch -1), then joins again with the same id (epoch 0)."""
+    g, t = s.name("g"), s.name("t")
+    create_topic(s, t, 1)
+    m, epoch, _a = _member(s, g, [t], expect=1)
+    hb(s, 1, "leave", g, m, -1)
+    hb(s, 1, "heartbeat_after_leave", g, m, epoch)
+    a = hb_error(s, 1, "rejoin_same_id", g, m, 0, subscribed_topic_names=[t])
+    settle(s, g, {m: a.get("member_epoch", 0) if isinstance(a, dict) else 0}, expect=1)
+    cg_describe(s, 1, [g], "rejoined")
+
+
+def fencing_v0(s: Session) -> None:
+    """Version 0: the broker names the member; a wrong epoch is fenced, an
+    unknown id is UNKNOWN_MEMBER_ID."""
+    if not s.supports(CG_HEARTBEAT, 0):
+        return
+    g, t = s.name("g"), s.name("t")
+    create_topic(s, t, 1)
+    a = s.call(CG_HEARTBEAT, 0, hb_body(g, "", 0, subscribed_topic_names=[t]), record=False)
+    m = a.get("member_id") if isinstance(a, dict) else None
+    s.record("join_error", a.get("error_code") if isinstance(a, dict) else a)
+    epoch = settle(s, g, {m: a.get("member_epoch", 0)}, 0, expect=1)[m] if m else 0
+    hb(s, 0, "epoch_ahead", g, m or "", epoch + 5)
+    hb(s, 0, "unknown_member", g, new_member_id(), 1)
+    hb(s, 0, "leave", g, m or "", -1)
+
+
+register("consumer", "assignor_change", assignor_change)
+register("consumer", "leave_and_rejoin", leave_and_rejoin)
+register("consumer", "fencing_v0", fencing_v0)
