@@ -4,19 +4,22 @@ BIN    := $(VENV)/bin
 PYTEST_FLAGS      ?= -q --durations=10
 BENCH_ARGS        ?=
 CONFORMANCE_ARGS  ?=
+KAFKA_DIFF_ARGS   ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint demo bench conformance conformance-build franz-go
+.PHONY: help install test lint demo bench conformance conformance-build franz-go kafka-diff
 
 help:
 	@echo "make install      create .venv, pip install -e '.[test,spark]', apt-get kcat etc. if missing"
 	@echo "make test         lint, then the test suite (pytest)"
-	@echo "make lint         ruff check src tests bench reliability"
+	@echo "make lint         ruff check src tests bench reliability conformance"
 	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"
 	@echo "make bench        muster vs Tansu produce/fetch throughput (BENCH_ARGS='--quick ...')"
 	@echo "make conformance  build librdkafka 2.15.1's test suite and run it against muster"
 	@echo "                  (CONFORMANCE_ARGS='--group' | '--produce' | '--tests 0018,0030')"
 	@echo "make franz-go     franz-go's own kgo integration tests against muster (FRANZ_GO_ARGS='--broker kafka')"
+	@echo "make kafka-diff   the same raw requests to Kafka 4.4 and muster, answers compared"
+	@echo "                  (KAFKA_DIFF_ARGS='-k classic.*' | '-v' | '--kafka H:P --muster H:P')"
 
 # `make test` and `make demo` work on a fresh clone: they install first when
 # pyproject.toml (the pins) is newer than the last install.
@@ -31,7 +34,7 @@ $(STAMP): pyproject.toml .ci/install
 	@touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench reliability
+	$(BIN)/ruff check src tests bench reliability conformance
 
 test:
 	./run.sh test
@@ -51,3 +54,8 @@ conformance: conformance-build
 FRANZ_GO_ARGS ?=
 franz-go: $(STAMP)
 	$(BIN)/python conformance/franz_go.py $(FRANZ_GO_ARGS)
+# conformance/kafka_diff: one Kafka 4.4 (from .cache/kafka/lib, see
+# tests/support/kafka.py) and one muster, every scenario against both; the last
+# line reads `kafka-diff: N scenarios, M differ, K documented`, exit 1 if M > 0.
+kafka-diff: $(STAMP)
+	PYTHONPATH=$(CURDIR)/src:$(CURDIR) $(BIN)/python -m conformance.kafka_diff $(KAFKA_DIFF_ARGS)

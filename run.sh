@@ -18,8 +18,8 @@ case "${1:-}" in
     ;;
   test)
     shift
-    echo "==> ruff check src tests bench reliability"
-    .venv/bin/ruff check src tests bench reliability
+    echo "==> ruff check src tests bench reliability conformance"
+    .venv/bin/ruff check src tests bench reliability conformance
     echo "==> pytest"
     rc=0
     .venv/bin/pytest -q --durations=15 "$@" || rc=$?

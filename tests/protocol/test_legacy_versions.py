@@ -123,3 +123,15 @@ def test_legacy_commit_fetch_and_list_offsets(shared_muster: MusterProcess) -> N
         )
         offsets = [p.old_style_offsets for p in listed.topics[0].partitions]
         assert offsets == [(9,), (0,)]
+
+
+def test_legacy_response_decodes_with_the_client_codec() -> None:
+    # the response header of a legacy schema is ResponseHeader v0 (correlation id
+    # only): muster's client codec reads OffsetCommit v0 answers (kafka-diff)
+    from muster.protocol.client_codec import decode_response
+    from muster.protocol.codec import encode_response
+
+    body = encode_response(8, 0, {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "error_code": 3}]}]})
+    corr, entity = decode_response(8, 0, struct.pack(">i", 7) + body)
+    assert corr == 7 and entity.topics[0].partitions[0].error_code == 3

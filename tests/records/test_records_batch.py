@@ -265,3 +265,10 @@ def test_record_decoder_only_raises_corrupt_on_garbage() -> None:
             decode_batch(bytes(buf))
         except CorruptRecordError:
             pass
+
+
+def test_zeroed_header_is_corrupt_not_wrong_magic() -> None:
+    # Kafka checks a batch's length before its magic: 70 zero bytes are
+    # CORRUPT_MESSAGE (kafka-diff)
+    with pytest.raises(CorruptRecordError):
+        validate_batches(b"\x00" * 70)

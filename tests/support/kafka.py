@@ -149,10 +149,11 @@ class KafkaProcess:
         return path
 
     def _format(self, props: Path) -> None:
-        cluster_id = uuid.uuid4().bytes
         import base64
 
-        cid = base64.urlsafe_b64encode(cluster_id).decode().rstrip("=")
+        cid = "-"
+        while cid.startswith("-"):  # kafka-storage would read "-..." as an option (1 in 64)
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd = java_command("kafka.tools.StorageTool", "format", "-t", cid, "-c", str(props))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:

@@ -65,6 +65,9 @@ def test_unsupported_api_versions_version_gets_v0_answer(shared_muster: MusterPr
             data += sock.recv(size - len(data))
     correlation, error = struct.unpack_from(">ih", data)
     assert (correlation, error) == (42, 35)  # UNSUPPORTED_VERSION, v0 body follows
+    # listing ApiVersions' own range only (Kafka 4.4's answer, kafka-diff)
+    assert struct.unpack_from(">ihh", data, 6)[:2] == (1, 18)
+    assert len(data) == 4 + 2 + 4 + 6
 
 
 def test_invalid_topic_and_oversized_message_errors(shared_muster: MusterProcess) -> None:

@@ -320,3 +320,25 @@ def test_an_emptied_group_switches_protocol_and_resumes_from_its_commits(
             m.close()
         finally:
             m.abandon()
+
+
+def test_consumer_group_heartbeat_v0_is_served(broker: MusterProcess) -> None:
+    """v0 has no subscribed_topic_regex: its join used to close the connection
+    (kafka-diff: Kafka 4.4 answers it)."""
+    from tests.support.security import RawClient
+
+    create_topic(broker.bootstrap, "hb-v0", partitions=1)
+    raw = RawClient(broker.port)
+    try:
+        body = {
+            "group_id": "hb-v0-group",
+            "member_id": "",
+            "member_epoch": 0,
+            "rebalance_timeout": 30000,
+            "subscribed_topic_names": ["hb-v0"],
+            "topic_partitions": [],
+        }
+        answer = raw.call(68, 0, body)
+    finally:
+        raw.close()
+    assert answer.error_code == 0 and answer.member_epoch >= 1 and answer.member_id

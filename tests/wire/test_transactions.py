@@ -700,3 +700,29 @@ def test_aiokafka_transactions(shared_muster: MusterProcess) -> None:
     assert asyncio.run(asyncio.wait_for(read("read_committed"), READ_TIMEOUT)) == first + second
     uncommitted = asyncio.run(asyncio.wait_for(read("read_uncommitted"), READ_TIMEOUT))
     assert uncommitted == first + aborted + second
+
+
+def test_txn_offset_commit_of_an_unknown_producer_is_refused(
+    shared_muster: MusterProcess,
+) -> None:
+    """A producer id its transactional id does not hold: INVALID_PRODUCER_ID_MAPPING
+    for every partition, as Kafka 4.4 answers (kafka-diff)."""
+    from tests.support.security import RawClient
+
+    raw = RawClient(shared_muster.port)
+    try:
+        # the transaction coordinator loads on first use: find it first
+        raw.call(10, 3, {"key": "never-initialised", "key_type": 1})
+        body = {
+            "transactional_id": "never-initialised",
+            "group_id": "g-unknown-producer",
+            "producer_id": 123456,
+            "producer_epoch": 0,
+            "topics": [
+                {"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1}]}
+            ],
+        }
+        answer = raw.call(28, 3, body)
+    finally:
+        raw.close()
+    assert [p.error_code for t in answer.topics for p in t.partitions] == [49]

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from kio.schema.request_header.v1.header import RequestHeader
+from kio.schema.response_header.v0.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
@@ -188,7 +189,8 @@ def _entity(name: str, fields: list[Field], api_key: int, version: int, kind: An
             "__version__": i16(version),
             "__flexible__": False,
             "__api_key__": i16(api_key),
-            "__header_schema__": RequestHeader,
+            # (the client codec reads a response's header with it: v0 before flexible)
+            "__header_schema__": RequestHeader if kind == EntityType.request else ResponseHeader,
             "__annotations__": {},
         },
     )

@@ -114,10 +114,10 @@ def validate_batches(
             raise CorruptRecordError(f"truncated batch header at position {pos}")
         h = _new_header(BatchHeader, (*unpack(view, pos), pos))
         length = h[1]
+        if length < MIN_BATCH_LENGTH:  # before the magic, as Kafka checks them
+            raise CorruptRecordError(f"batch length {length} at position {pos}")
         if h[3] != MAGIC:
             raise InvalidRecordError(f"record batch magic {h.magic} is not supported (need 2)")
-        if length < MIN_BATCH_LENGTH:
-            raise CorruptRecordError(f"batch length {length} at position {pos}")
         end = pos + LOG_OVERHEAD + length
         if end > n:
             raise CorruptRecordError(f"truncated batch at position {pos}")

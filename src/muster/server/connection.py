@@ -326,14 +326,13 @@ class Connection:
             raise ProtocolViolation(f"unsupported api key {api_key}")
         if not entry.min_version <= version <= entry.max_version:
             if api_key == API_VERSIONS_KEY:
-                # KIP-511: answer an unknown ApiVersions version with a v0 body.
+                # KIP-511: answer an unknown ApiVersions version with a v0 body
+                # listing ApiVersions' own range only, as Kafka does.
+                own = [k for k in supported_versions(self.table) if k["api_key"] == api_key]
                 body = encode_response(
                     API_VERSIONS_KEY,
                     0,
-                    {
-                        "error_code": ErrorCode.unsupported_version,
-                        "api_keys": supported_versions(self.table),
-                    },
+                    {"error_code": ErrorCode.unsupported_version, "api_keys": own},
                 )
                 answer = _Answer(correlation_id, api_key, 0, False)
                 answer.body = body

@@ -68,6 +68,10 @@ class TransactionCoordinator:
 
     def _partitions(self) -> int:
         if self.num_partitions is None:
+            existing = self.state.logs.topic(TXN_TOPIC)
+            if existing is not None:  # a client's CreateTopics got there first (kafka-diff)
+                self.num_partitions = existing.num_partitions
+                return self.num_partitions
             wanted = int(self.state.config["transaction.state.log.num.partitions"])
             self.state.logs.create_topic(TXN_TOPIC, wanted, TXN_TOPIC_CONFIGS)
             self.num_partitions = wanted

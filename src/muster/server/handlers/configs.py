@@ -18,6 +18,52 @@ TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # Kafka's ConfigType
 _TYPES = {bool: 1, str: 2, int: 5, float: 6}
+INT, LIST = 3, 7
+# where Kafka's type is not what the Python kind suggests (an int Kafka keeps in
+# 32 bits, a comma-separated list): kafka-diff against Kafka 4.4
+_KAFKA_TYPES = {
+    **dict.fromkeys(
+        (
+            "segment.bytes",
+            "max.message.bytes",
+            "index.interval.bytes",
+            "log.segment.bytes",
+            "log.index.interval.bytes",
+            "message.max.bytes",
+            "num.partitions",
+            "default.replication.factor",
+            "log.retention.hours",
+            "offsets.topic.num.partitions",
+            "offsets.retention.minutes",
+            "transaction.state.log.num.partitions",
+            "transaction.max.timeout.ms",
+            "group.initial.rebalance.delay.ms",
+            "group.min.session.timeout.ms",
+            "group.max.session.timeout.ms",
+            "group.max.size",
+            "group.consumer.session.timeout.ms",
+            "group.consumer.heartbeat.interval.ms",
+            "group.consumer.max.size",
+            "socket.request.max.bytes",
+            "max.connections",
+            "max.connections.per.ip",
+            "max.incremental.fetch.session.cache.slots",
+        ),
+        INT,
+    ),
+    **dict.fromkeys(
+        (
+            "cleanup.policy",
+            "log.cleanup.policy",
+            "log.dirs",
+            "group.consumer.assignors",
+            "sasl.enabled.mechanisms",
+            "ssl.enabled.protocols",
+            "super.users",
+        ),
+        LIST,
+    ),
+}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
@@ -37,7 +83,7 @@ def _entry(name: str, value: Any, source: int, kind: type, read_only: bool) -> d
         "is_default": source == DEFAULT_CONFIG,
         "is_sensitive": sensitive,
         "synonyms": [],
-        "config_type": _TYPES.get(kind, 2),
+        "config_type": _KAFKA_TYPES.get(name, _TYPES.get(kind, 2)),
         "documentation": None,
     }
 
@@ -48,34 +94,51 @@ def _topic_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
     out = []
     for topic_name, (broker_name, kind) in TOPIC_CONFIGS.items():
         if topic_name in info.configs:
-            out.append(
-                _entry(topic_name, info.configs[topic_name], DYNAMIC_TOPIC_CONFIG, kind, False)
-            )
+            entry = _entry(topic_name, info.configs[topic_name], DYNAMIC_TOPIC_CONFIG, kind, False)
+            entry["synonyms"] = _synonyms(topic_name, entry["value"], DYNAMIC_TOPIC_CONFIG)
+            out.append(entry)
         else:
             prop = BY_NAME.get(broker_name)
             value = ctx.state.config[broker_name] if prop else "CreateTime"
             source = (
                 DEFAULT_CONFIG if prop is None or value == prop.default else (STATIC_BROKER_CONFIG)
             )
-            out.append(_entry(topic_name, value, source, kind, False))
+            entry = _entry(topic_name, value, source, kind, False)
+            entry["synonyms"] = _synonyms(broker_name, entry["value"], source, prop)
+            out.append(entry)
     for extra, value in info.configs.items():
         if extra not in TOPIC_CONFIGS:
             out.append(_entry(extra, value, DYNAMIC_TOPIC_CONFIG, str, False))
     return out
 
 
+def _synonyms(name: str, value: str | None, source: int, prop: Any = None) -> list[dict[str, Any]]:
+    """Kafka's synonyms, most specific first: the entry itself, then a statically
+    set broker property's default."""
+    out = [{"name": name, "value": value, "source": source}]
+    if source == STATIC_BROKER_CONFIG and prop is not None:
+        default = None if prop.default is None else str(prop.default)
+        if prop.kind is bool and default is not None:
+            default = default.lower()
+        out.append({"name": name, "value": default, "source": DEFAULT_CONFIG})
+    return out
+
+
+def created_topic_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    """CreateTopics v5+'s per-topic config list (KIP-525)."""
+    keys = ("name", "value", "read_only", "config_source", "is_sensitive")
+    return [{k: c[k] for k in keys} for c in _topic_configs(ctx, name)]
+
+
 def _broker_configs(ctx: RequestContext) -> list[dict[str, Any]]:
     cfg = ctx.state.config
-    return [
-        _entry(
-            p.name,
-            cfg[p.name],
-            DEFAULT_CONFIG if cfg[p.name] == p.default else STATIC_BROKER_CONFIG,
-            p.kind,
-            True,
-        )
-        for p in PROPERTIES
-    ]
+    out = []
+    for p in PROPERTIES:
+        source = DEFAULT_CONFIG if cfg[p.name] == p.default else STATIC_BROKER_CONFIG
+        entry = _entry(p.name, cfg[p.name], source, p.kind, True)
+        entry["synonyms"] = _synonyms(p.name, entry["value"], source, p)
+        out.append(entry)
+    return out
 
 
 async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -98,6 +161,12 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
                 results.append(result)
                 continue
             configs = _topic_configs(ctx, res.resource_name)
+        elif res.resource_type == BROKER and res.resource_name not in ("", str(ctx.state.node_id)):
+            # Kafka: a broker resource names this broker (or "" for the defaults)
+            result["error_code"] = ErrorCode.invalid_request
+            result["error_message"] = f"unexpected broker id {res.resource_name!r}"
+            results.append(result)
+            continue
         elif res.resource_type == BROKER:
             configs = _broker_configs(ctx)
         else:
@@ -108,6 +177,8 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
         keys = res.configuration_keys
         if keys:
             configs = [c for c in configs if c["name"] in set(keys)]
+        if not getattr(req, "include_synonyms", False):
+            configs = [{**c, "synonyms": []} for c in configs]
         result["configs"] = configs
         results.append(result)
     return {"throttle_time": 0, "results": results}
@@ -173,18 +244,43 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> dic
     for res in req.resources:
         info = ctx.state.logs.topic(res.resource_name) if res.resource_type == TOPIC else None
         current = dict(info.configs) if info is not None else {}
-        for c in res.configs:
+        effective = (
+            {c["name"]: c["value"] for c in _topic_configs(ctx, res.resource_name)} if info else {}
+        )
+        names = [c.name for c in res.configs]
+        problem: tuple[ErrorCode, str] | None = None
+        if len(set(names)) != len(names):  # as Kafka: one operation per config
+            problem = (ErrorCode.invalid_request, "a config is named more than once")
+        for c in res.configs if problem is None else ():
             if c.config_operation == DELETE:
                 current.pop(c.name, None)
             elif c.config_operation == SET and c.value is not None:
                 current[c.name] = c.value
             elif c.config_operation in (APPEND, SUBTRACT):
-                items = [x for x in current.get(c.name, "").split(",") if x]
+                if _KAFKA_TYPES.get(c.name) != LIST:
+                    problem = (ErrorCode.invalid_config, f"{c.name} is not a list config")
+                    break
+                # Kafka appends to (subtracts from) the value in effect, default included
+                base = current.get(c.name, effective.get(c.name) or "")
+                items = [x for x in base.split(",") if x]
                 for v in (c.value or "").split(","):
                     if c.config_operation == APPEND and v not in items:
                         items.append(v)
                     elif c.config_operation == SUBTRACT and v in items:
                         items.remove(v)
                 current[c.name] = ",".join(items)
+            elif c.config_operation not in (SET, DELETE):
+                problem = (ErrorCode.invalid_request, f"unknown operation {c.config_operation}")
+                break
+        if problem is not None:
+            responses.append(
+                {
+                    "error_code": problem[0],
+                    "error_message": problem[1],
+                    "resource_type": res.resource_type,
+                    "resource_name": res.resource_name,
+                }
+            )
+            continue
         responses.append(_alter(ctx, res, current, req.validate_only))
     return {"throttle_time": 0, "responses": responses}

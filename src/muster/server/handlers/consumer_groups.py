@@ -71,7 +71,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
         subscribed_topic_names=None
         if req.subscribed_topic_names is None
         else tuple(req.subscribed_topic_names),
-        subscribed_topic_regex=req.subscribed_topic_regex,
+        subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),  # v1+
         server_assignor=req.server_assignor,
         owned=None
         if owned is None

@@ -46,6 +46,9 @@ def _end_offset(data: bytes) -> int:
     return int(base + delta + 1)
 
 
+_NOT_HOSTED = (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
+
+
 def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
     return {
         "partition_index": index,
@@ -53,7 +56,8 @@ def _error_entry(index: int, error: ErrorCode) -> dict[str, Any]:
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": None,
+        # as Kafka 4.4: an empty list for a partition it does not host
+        "aborted_transactions": [] if error in _NOT_HOSTED else None,
         "preferred_read_replica": -1,
         "records": b"",
     }
@@ -67,16 +71,16 @@ def _read_partition(
     entry = _error_entry(index, ErrorCode.none)
     plog = state.logs.get(name, index) if name else None
     if plog is None:
-        entry["error_code"] = ErrorCode.unknown_topic_or_partition
-        return entry, 0, None
+        return _error_entry(index, ErrorCode.unknown_topic_or_partition), 0, None
     visible = state.durability.visible_end(plog)
     stable = last_stable_offset(plog, visible)
     start = plog.log_start_offset
     entry.update(high_watermark=visible, last_stable_offset=stable, log_start_offset=start)
     offset = p.fetch_offset
     if offset < start or offset > plog.log_end_offset:
-        entry["error_code"] = ErrorCode.offset_out_of_range
-        return entry, 0, None
+        # Kafka 4.4 answers the error alone: no offsets, an empty aborted list
+        out_of_range = _error_entry(index, ErrorCode.offset_out_of_range)
+        return out_of_range, 0, None
     if committed:
         entry["aborted_transactions"] = []  # Kafka: a list, empty or not, for read_committed
     upper = stable if committed else visible

@@ -401,20 +401,33 @@ async def handle_offset_delete(ctx: RequestContext, req: Any) -> dict[str, Any]:
     denied = authz.denied_topics(ctx, READ, (t.name for t in req.topics))
     refused = _all_failed([t for t in req.topics if t.name in denied], TOPIC_DENIED)
     allowed = [t for t in req.topics if t.name not in denied]
-    core = rq.OffsetDelete(
-        req.group_id,
-        tuple(
-            rq.OffsetDeleteTopic(t.name, tuple(p.partition_index for p in t.partitions))
-            for t in allowed
-        ),
-    )
     if not allowed and refused:
         return {"error_code": 0, "throttle_time": 0, "topics": refused}
-    resp = await _call(ctx, req.group_id, core)
+    # Like Kafka's KafkaApis: partitions the broker does not host are refused at
+    # the edge with UNKNOWN_TOPIC_OR_PARTITION; a group error drops them all.
+    known: list[rq.OffsetDeleteTopic] = []
+    for t in allowed:
+        info = ctx.state.logs.topic(t.name)
+        count = -1 if info is None else info.num_partitions
+        parts = [p.partition_index for p in t.partitions]
+        if bad := [p for p in parts if not 0 <= p < count]:
+            refused.append(
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {"partition_index": p, "error_code": ErrorCode.unknown_topic_or_partition}
+                        for p in bad
+                    ],
+                }
+            )
+        if good := tuple(p for p in parts if 0 <= p < count):
+            known.append(rq.OffsetDeleteTopic(t.name, good))
+    resp = await _call(ctx, req.group_id, rq.OffsetDelete(req.group_id, tuple(known)))
     if resp is None:
         return {"error_code": LOADING, "throttle_time": 0, "topics": []}
     out = {**_asdict(resp), "throttle_time": 0}
-    out["topics"] = [*out["topics"], *refused]
+    if out["error_code"] == 0:
+        out["topics"] = [*out["topics"], *refused]
     return out
 
 

@@ -18,12 +18,13 @@ from muster.server.handlers.common import Slices
 from muster.server.handlers.fetch import READ_COMMITTED, last_stable_offset
 from muster.server.state import RequestContext
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     state = ctx.state
     committed = getattr(req, "isolation_level", 0) == READ_COMMITTED
+    version = ctx.api_version
     topics = []
     denied = authz.denied_topics(ctx, Operation.DESCRIBE, (t.name for t in req.topics))
     slices = Slices(ctx)
@@ -46,9 +47,11 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
             elif plog is None:
                 entry["error_code"] = ErrorCode.unknown_topic_or_partition
                 entry["leader_epoch"] = -1
-            elif p.timestamp == EARLIEST:
-                entry["offset"] = plog.log_start_offset
-            elif p.timestamp < 0 and p.timestamp not in (LATEST, MAX_TIMESTAMP):
+            elif p.timestamp == EARLIEST or (p.timestamp == EARLIEST_LOCAL and version >= 8):
+                entry["offset"] = plog.log_start_offset  # no tiered storage: local is all
+            elif (p.timestamp < 0 and p.timestamp not in (LATEST, MAX_TIMESTAMP)) or (
+                p.timestamp == MAX_TIMESTAMP and version < 7
+            ):  # Kafka: MAX_TIMESTAMP from v7 (KIP-734), EARLIEST_LOCAL from v8 (KIP-405)
                 entry["error_code"] = ErrorCode.unsupported_version
             else:
                 fetchable = state.durability.visible_end(plog)

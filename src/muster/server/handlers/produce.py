@@ -8,6 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.records.batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_MASK
 from muster.records.errors import CodedError
 from muster.security.acl import Operation
 from muster.server import authz
@@ -15,6 +16,7 @@ from muster.server.clock import now_ms
 from muster.server.handlers.common import resolve_topic
 from muster.server.handlers.metadata import INTERNAL_TOPICS
 from muster.server.state import RequestContext
+from muster.transactions.core import TxnStatus
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,38 @@ def _partition_result(index: int, error: ErrorCode, message: str | None = None) 
         "record_errors": [],
         "error_message": message,
     }
+
+
+# OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+# UNKNOWN_PRODUCER_ID, PRODUCER_FENCED
+_PRODUCER_STATE_ERRORS = frozenset({45, 46, 47, 59, 90})
+
+
+def _transaction_refusal(
+    ctx: RequestContext, txn_id: str | None, topic: str, partition: int, records: Any
+) -> ErrorCode | None:
+    """Kafka's checks of a transactional batch before it reaches the log: it needs
+    the request's transactional id, and its partition in that id's ongoing
+    transaction (else an open transaction nobody ends would hold read_committed
+    consumers at the last stable offset forever)."""
+    if len(records) <= ATTRIBUTES_OFFSET + 1:
+        return None  # not a batch: the log's validation answers it
+    attributes = int.from_bytes(records[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2], "big")
+    if not attributes & TRANSACTIONAL_MASK:
+        return None
+    if txn_id is None:
+        return ErrorCode.transactional_id_authorization_failed
+    coordinator = ctx.state.extras.get("transactions")
+    if coordinator is None or not coordinator.loaded:
+        return None
+    meta = coordinator.txns.get(txn_id)
+    if (
+        meta is None
+        or meta.status != TxnStatus.ONGOING
+        or (topic, partition) not in meta.partitions
+    ):
+        return ErrorCode.invalid_txn_state
+    return None
 
 
 async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None:
@@ -70,13 +104,21 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
                 continue
             records = pdata.records
             if not records:
-                parts.append(_partition_result(index, ErrorCode.corrupt_message, "no records"))
+                # Kafka (v3+): exactly one record batch, else INVALID_RECORD
+                parts.append(_partition_result(index, ErrorCode.invalid_record, "no records"))
+                continue
+            refused = _transaction_refusal(ctx, txn_id, name, index, records)
+            if refused is not None:
+                parts.append(_partition_result(index, refused))
                 continue
             try:
                 info = plog.append(records, stamp)
             except CodedError as exc:
                 log.info("produce to %s-%d refused: %s", name, index, exc)
-                parts.append(_partition_result(index, ErrorCode(exc.error_code), str(exc)))
+                part = _partition_result(index, ErrorCode(exc.error_code), str(exc))
+                if exc.error_code in _PRODUCER_STATE_ERRORS:  # Kafka reports it with these
+                    part["log_start_offset"] = plog.log_start_offset
+                parts.append(part)
                 continue
             if not info.duplicate:
                 state.durability.appended(plog)

@@ -113,6 +113,10 @@ def _create_one(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, A
     except LogError as exc:  # e.g. 'a.b' when 'a_b' exists (Kafka: INVALID_TOPIC_EXCEPTION)
         return fail(ErrorCode(exc.error_code), str(exc)[:300])
     result["topic_id"] = info.topic_id
+    if ctx.api_version >= 5:  # Kafka (KIP-525): the new topic's configs, as described
+        from muster.server.handlers.configs import created_topic_configs
+
+        result["configs"] = created_topic_configs(ctx, name)
     return result
 
 
@@ -126,7 +130,20 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if wanted > MAX_PARTITIONS_PER_REQUEST:
         log.warning("CreateTopics for %d partitions refused: %s", wanted, TOO_LARGE)
         return {"throttle_time": 0, "topics": [_too_large(t.name) for t in req.topics]}
-    return {"throttle_time": 0, "topics": [_create_one(ctx, t, validate_only) for t in req.topics]}
+    # Like Kafka: a name given twice is answered once, INVALID_REQUEST, and not created
+    names = [t.name for t in req.topics]
+    twice = {n for n in names if names.count(n) > 1}
+    topics = [_create_one(ctx, t, validate_only) for t in req.topics if t.name not in twice]
+    for name in sorted(twice):
+        topics.append(
+            {
+                **_too_large(name),
+                "error_code": ErrorCode.invalid_request,
+                "error_message": f"Create topics request from client contains a duplicate "
+                f"topic: {name}.",
+            }
+        )
+    return {"throttle_time": 0, "topics": topics}
 
 
 def _too_large(name: str) -> dict[str, Any]:
@@ -200,6 +217,12 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> dict[str, A
             entry["error_message"] = (
                 f"topic has {info.num_partitions} partitions; the new count must be larger"
             )
+        elif t.assignments and (
+            len(t.assignments) != t.count - info.num_partitions
+            or any(b != state.node_id for a in t.assignments for b in a.broker_ids)
+        ):  # Kafka: every new partition's replicas, on brokers that exist
+            entry["error_code"] = ErrorCode.invalid_replica_assignment
+            entry["error_message"] = "invalid replica assignment for the new partitions"
         elif t.count - info.num_partitions > MAX_PARTITIONS_PER_REQUEST:
             log.warning("CreatePartitions to %d refused: %s", t.count, TOO_LARGE)
             entry["error_code"] = ErrorCode.policy_violation

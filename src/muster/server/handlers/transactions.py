@@ -14,7 +14,12 @@ from muster.server.coordinator.runtime import CoordinatorLoading
 from muster.server.handlers.groups import _coordinator
 from muster.server.state import RequestContext
 from muster.server.transactions import TransactionCoordinator
-from muster.transactions.core import INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+from muster.transactions.core import (
+    INVALID_PRODUCER_EPOCH,
+    PRODUCER_FENCED,
+    check_producer,
+)
+from muster.transactions.core import INVALID_PRODUCER_ID_MAPPING as ID_MAPPING
 
 LOADING = int(ErrorCode.coordinator_load_in_progress)
 TXN_DENIED = int(ErrorCode.transactional_id_authorization_failed)
@@ -133,6 +138,13 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> dict[str, A
             "throttle_time": 0,
             "topics": _failed(req.topics, lambda t: TOPIC_DENIED if t in denied else NOT_ATTEMPTED),
         }
+    coordinator = _ready(ctx)
+    if coordinator is not None:
+        # Like Kafka (transaction verification): a producer id the transactional
+        # id does not hold gets INVALID_PRODUCER_ID_MAPPING before the group sees it
+        meta = coordinator.txns.get(req.transactional_id)
+        if check_producer(meta, req.producer_id, req.producer_epoch) == ID_MAPPING:
+            return {"throttle_time": 0, "topics": _failed(req.topics, lambda _t: ID_MAPPING)}
     core = rq.TxnOffsetCommit(
         group_id=req.group_id,
         producer_id=req.producer_id,

@@ -21,7 +21,7 @@ def describe(group_id: str, group: ClassicGroup | None) -> DescribedGroup:
             m.client_id,
             m.client_host,
             m.metadata(group.protocol_name) if stable else b"",
-            m.assignment if stable else b"",
+            m.assignment,  # Kafka 4.4 shows the last assignment in every state
         )
         for m in group.members.values()
     )

@@ -10,7 +10,7 @@ from muster.coordinator.groups.consumer.api import (
     ConsumerGroupDescribe,
     ConsumerGroupDescribeResponse,
 )
-from muster.coordinator.groups.consumer.group import DEAD, ConsumerGroup, iter_members
+from muster.coordinator.groups.consumer.group import ConsumerGroup, iter_members
 from muster.coordinator.groups.consumer.heartbeat import preferred_assignor
 from muster.coordinator.groups.consumer.member import Partitions
 from muster.coordinator.groups.store import GroupStore
@@ -49,7 +49,7 @@ def described(group: ConsumerGroup) -> dict[str, Any]:
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "subscribed_topic_names": sorted(m.subscribed_topic_names),
-                "subscribed_topic_regex": m.subscribed_topic_regex or None,
+                "subscribed_topic_regex": m.subscribed_topic_regex or "",  # Kafka 4.4: ""
                 "assignment": _assignment(group, m.assigned),
                 "target_assignment": _assignment(group, group.targets.get(m.member_id, {})),
                 "member_type": CLASSIC_MEMBER_TYPE if m.uses_classic else CONSUMER_MEMBER_TYPE,
@@ -65,7 +65,7 @@ def not_found(group_id: str, message: str) -> dict[str, Any]:
         "error_code": E.GROUP_ID_NOT_FOUND,
         "error_message": message,
         "group_id": group_id,
-        "group_state": DEAD,
+        "group_state": "",  # as Kafka 4.4 answers (kafka-diff)
         "group_epoch": 0,
         "assignment_epoch": 0,
         "assignor_name": "",

@@ -82,9 +82,9 @@ class ConsumerGroup:
         if self.epoch != self.assignment_epoch:
             return ASSIGNING
         for m in self.members.values():
+            # a static member away (epoch -2) counts as reconciling too, as in Kafka 4.4
             if m.state is not MemberState.STABLE or m.member_epoch != self.assignment_epoch:
-                if m.member_epoch != STATIC_LEAVE_EPOCH:
-                    return RECONCILING
+                return RECONCILING
         return STABLE
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:

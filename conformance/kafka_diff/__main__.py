@@ -1,0 +1,5 @@
+import sys
+
+from conformance.kafka_diff.runner import main
+
+sys.exit(main())
