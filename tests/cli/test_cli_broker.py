@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 
 from muster.cli import kafka
+from muster.client.errors import UnsupportedError
 
 from .test_cli_offline import squash
 
@@ -223,7 +223,7 @@ def test_describe_degrades_without_describe_configs(
     assert cli("topics", "create", topic_name, "-b", broker_address).exit_code == 0
 
     def unsupported(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise KafkaException(KafkaError(KafkaError.UNSUPPORTED_VERSION, "DescribeConfigs"))
+        raise UnsupportedError("UNSUPPORTED_VERSION: DescribeConfigs", code=35)
 
     real_admin = kafka.Admin
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -31,6 +32,44 @@ RequestTimeoutOption = Annotated[
     ),
 ]
 REQUEST_TIMEOUT_DEFAULT = DEFAULT_TIMEOUT
+
+# Every command that talks to a broker takes the client properties of Kafka's
+# tools (--command-config FILE) and of librdkafka's (-X key=value): the
+# security ones (security.protocol, sasl.*, ssl.*) reach a secured broker.
+CommandConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        exists=True,
+        dir_okay=False,
+        help="Client properties file for a secured broker (security.protocol, sasl.*, ssl.*).",
+    ),
+]
+PropertyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-X",
+        "--property",
+        metavar="KEY=VALUE",
+        help="One client property (repeatable; over --command-config), e.g. "
+        "-X security.protocol=SASL_SSL.",
+    ),
+]
+
+
+def client_props(command_config: Path | None, properties: list[str] | None) -> dict[str, str]:
+    """The client properties of --command-config, then -X (later wins)."""
+    from muster.config import parse_properties_file
+
+    props: dict[str, str] = {}
+    if command_config is not None:
+        try:
+            props.update(parse_properties_file(command_config))
+        except (OSError, ValueError) as exc:
+            fail(f"--command-config {command_config}: {exc}")
+    props.update(parse_pairs(properties or [], "-X"))
+    return props
 
 
 def out() -> Console:

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from muster.client import admin_info
 from muster.client._runner import LoopThread
+from muster.client.admin_info import ConfigEntry, TopicMetadata
 from muster.client.config import Config
 from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import KafkaError, error_for
@@ -50,6 +52,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = ""  # "classic" / "consumer" (ListGroups v5+); "" when not told
 
 
 @dataclass(frozen=True)
@@ -108,13 +111,21 @@ class AIOAdmin:
             return await self.cluster.connection(self.cluster.controller_id)
         return await self.cluster.any_connection()
 
-    async def _coordinator(self, group_id: str) -> Connection:
+    async def _find_coordinator(self, group_id: str) -> Any:
         response = await self.cluster.send_any(
             FIND_COORDINATOR, {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
         )
         entry = response.coordinators[0] if getattr(response, "coordinators", None) else response
         if int(entry.error_code) != 0:
             raise error_for(int(entry.error_code), f"FindCoordinator {group_id}")
+        return entry
+
+    async def find_coordinator(self, group_id: str) -> int:
+        """The node id of the group's coordinator (FindCoordinator)."""
+        return int((await self._find_coordinator(group_id)).node_id)
+
+    async def _coordinator(self, group_id: str) -> Connection:
+        entry = await self._find_coordinator(group_id)
         return await self.cluster.coordinator_connection(
             int(entry.node_id), str(entry.host), int(entry.port)
         )
@@ -207,6 +218,16 @@ class AIOAdmin:
         }
         return await self.cluster.list_offsets(wanted, isolation_level_of(isolation_level))
 
+    async def describe_topics(self) -> list[TopicMetadata]:
+        """Every topic with its partitions' leader, replicas and ISR."""
+        return await admin_info.describe_topics(self.cluster)
+
+    async def describe_configs(
+        self, name: str, resource_type: int = admin_info.RESOURCE_TOPIC
+    ) -> list[ConfigEntry]:
+        """A topic's (or a broker's, resource_type=4) configs: DescribeConfigs."""
+        return await admin_info.describe_configs(self.cluster, resource_type, name)
+
     # ------------------------------------------------------------ groups
 
     async def list_groups(self) -> list[GroupListing]:
@@ -214,12 +235,17 @@ class AIOAdmin:
         out: list[GroupListing] = []
         for node_id in sorted(self.cluster.brokers):
             conn = await self.cluster.connection(node_id)
-            response = await conn.send(LIST_GROUPS, {"states_filter": []})
+            response = await conn.send(LIST_GROUPS, {"states_filter": [], "types_filter": []})
             if int(response.error_code) != 0:
                 raise error_for(int(response.error_code), "ListGroups")
             for g in response.groups:
                 out.append(
-                    GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", "") or "")
+                    GroupListing(
+                        g.group_id,
+                        g.protocol_type,
+                        getattr(g, "group_state", "") or "",
+                        (getattr(g, "group_type", "") or "").lower(),
+                    )
                 )
         return out
 
@@ -383,6 +409,17 @@ class Admin:
         self, specs: Mapping[Any, int | str], isolation_level: int | str = "read_uncommitted"
     ) -> dict[TopicPartition, int]:
         return self._run(self._aio.list_offsets(specs, isolation_level))
+
+    def describe_topics(self) -> list[TopicMetadata]:
+        return self._run(self._aio.describe_topics())
+
+    def describe_configs(
+        self, name: str, resource_type: int = admin_info.RESOURCE_TOPIC
+    ) -> list[ConfigEntry]:
+        return self._run(self._aio.describe_configs(name, resource_type))
+
+    def find_coordinator(self, group_id: str) -> int:
+        return self._run(self._aio.find_coordinator(group_id))
 
     def list_groups(self) -> list[GroupListing]:
         return self._run(self._aio.list_groups())

@@ -57,12 +57,13 @@ CLIENT_MAX: dict[int, int] = {
     13: 5,  # LeaveGroup
     14: 5,  # SyncGroup
     15: 5,  # DescribeGroups
-    16: 4,  # ListGroups
+    16: 5,  # ListGroups (v5: group_type)
     17: 1,  # SaslHandshake
     18: 3,  # ApiVersions
     19: 7,  # CreateTopics
     20: 5,  # DeleteTopics
     22: 4,  # InitProducerId
+    32: 4,  # DescribeConfigs (admin_info)
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups
