@@ -227,6 +227,11 @@ class Admin:
         self.timeout = timeout
         self._client = _open_admin(client_config(bootstrap, timeout, props))
 
+    @property
+    def client(self) -> mc_admin.Admin:
+        """muster's admin client underneath (ACLs, users)."""
+        return self._client
+
     def close(self) -> None:
         self._client.close()
 

@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from muster.client import admin_info
+from muster.client import admin_info, admin_security
 from muster.client._runner import LoopThread
 from muster.client.admin_info import ConfigEntry, TopicMetadata
+from muster.client.admin_security import AclBinding
 from muster.client.config import Config
 from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import KafkaError, error_for
@@ -228,6 +229,29 @@ class AIOAdmin:
         """A topic's (or a broker's, resource_type=4) configs: DescribeConfigs."""
         return await admin_info.describe_configs(self.cluster, resource_type, name)
 
+    # ------------------------------------------------------------ ACLs, SCRAM users
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        await admin_security.create_acls(self.cluster, bindings)
+
+    async def describe_acls(self, filter_: AclBinding) -> list[AclBinding]:
+        return await admin_security.describe_acls(self.cluster, filter_)
+
+    async def delete_acls(self, filters: Iterable[AclBinding]) -> list[AclBinding]:
+        """Deletes every ACL matching a filter; returns the deleted ones."""
+        return await admin_security.delete_acls(self.cluster, filters)
+
+    async def describe_scram_users(self) -> dict[str, list[tuple[str, int]]]:
+        return await admin_security.describe_scram_users(self.cluster)
+
+    async def upsert_scram_user(
+        self, user: str, mechanism: str, password: str, iterations: int = 8192
+    ) -> None:
+        await admin_security.upsert_scram_user(self.cluster, user, mechanism, password, iterations)
+
+    async def delete_scram_user(self, user: str, mechanism: str) -> None:
+        await admin_security.delete_scram_user(self.cluster, user, mechanism)
+
     # ------------------------------------------------------------ groups
 
     async def list_groups(self) -> list[GroupListing]:
@@ -417,6 +441,26 @@ class Admin:
         self, name: str, resource_type: int = admin_info.RESOURCE_TOPIC
     ) -> list[ConfigEntry]:
         return self._run(self._aio.describe_configs(name, resource_type))
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        self._run(self._aio.create_acls(list(bindings)))
+
+    def describe_acls(self, filter_: AclBinding) -> list[AclBinding]:
+        return self._run(self._aio.describe_acls(filter_))
+
+    def delete_acls(self, filters: Iterable[AclBinding]) -> list[AclBinding]:
+        return self._run(self._aio.delete_acls(list(filters)))
+
+    def describe_scram_users(self) -> dict[str, list[tuple[str, int]]]:
+        return self._run(self._aio.describe_scram_users())
+
+    def upsert_scram_user(
+        self, user: str, mechanism: str, password: str, iterations: int = 8192
+    ) -> None:
+        self._run(self._aio.upsert_scram_user(user, mechanism, password, iterations))
+
+    def delete_scram_user(self, user: str, mechanism: str) -> None:
+        self._run(self._aio.delete_scram_user(user, mechanism))
 
     def find_coordinator(self, group_id: str) -> int:
         return self._run(self._aio.find_coordinator(group_id))

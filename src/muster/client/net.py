@@ -63,11 +63,16 @@ CLIENT_MAX: dict[int, int] = {
     19: 7,  # CreateTopics
     20: 5,  # DeleteTopics
     22: 4,  # InitProducerId
+    29: 3,  # DescribeAcls (admin_security)
+    30: 3,  # CreateAcls
+    31: 3,  # DeleteAcls
     32: 4,  # DescribeConfigs (admin_info)
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
+    50: 0,  # DescribeUserScramCredentials (admin_security)
+    51: 0,  # AlterUserScramCredentials
     68: 1,  # ConsumerGroupHeartbeat (group.protocol=consumer only)
 }
 
