@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -72,9 +75,38 @@ def client_props(command_config: Path | None, properties: list[str] | None) -> d
     return props
 
 
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON (one document) instead of tables.")
+]
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout; dataclasses become objects."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    typer.echo(json.dumps(plain(data), indent=2))
+
+
+# Piped output is not cut at 80 columns: a table takes the width it needs
+# (rich would otherwise assume 80 when stdout is not a terminal).
+PIPED_WIDTH = 10_000
+
+
 def out() -> Console:
-    """Console on stdout (created per call so test runners can swap streams)."""
-    return Console(highlight=False)
+    """Console on stdout (created per call so test runners can swap streams):
+    the terminal's width, or unclipped when piped."""
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def err() -> Console:

@@ -8,7 +8,7 @@ rebalances and their causes in plain words (see muster.explain).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Annotated
 
@@ -23,6 +23,7 @@ from muster.cli._common import (
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
     CommandConfigOption,
+    JsonOption,
     PropertyOption,
     RequestTimeoutOption,
     broker_errors,
@@ -31,6 +32,7 @@ from muster.cli._common import (
     events_topic_errors,
     fail,
     out,
+    print_json,
 )
 
 INACTIVE_STATES = ("Empty", "Dead")
@@ -113,12 +115,16 @@ def list_(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List consumer groups with their state and protocol type (ListGroups)."""
     with broker_errors():
         groups = kafka.GroupAdmin(
             bootstrap, request_timeout, client_props(command_config, properties)
         ).list_groups()
+    if as_json:
+        print_json(groups)
+        return
     if not groups:
         err().print("No groups.")
         return
@@ -238,6 +244,7 @@ def describe(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a group: state, members, and per partition the committed offset,
     log-end offset, lag and owning member (like kafka-consumer-groups.sh --describe)."""
@@ -251,6 +258,15 @@ def describe(
             fail(f"consumer group {group!r} does not exist")
         rows = offset_rows(desc, committed, {})
         log_offsets = admin.log_offsets([(r.topic, r.partition) for r in rows]) if rows else {}
+    if as_json:
+        offsets = [] if members else offset_rows(desc, committed, log_offsets)
+        print_json(
+            {
+                "group": desc,
+                "offsets": [{**asdict(r), "lag": r.lag} for r in offsets],
+            }
+        )
+        return
     _header(desc)
     console = out()
     if members:

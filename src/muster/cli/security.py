@@ -22,12 +22,14 @@ from muster.cli._common import (
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
     CommandConfigOption,
+    JsonOption,
     PropertyOption,
     RequestTimeoutOption,
     broker_errors,
     client_props,
     fail,
     out,
+    print_json,
 )
 from muster.cli.kafka import _call
 from muster.client import admin as mc_admin
@@ -190,15 +192,18 @@ def acls_list(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List ACLs (all, or those matching the resources and principal given)."""
     admin = _admin(bootstrap, request_timeout, command_config, properties)
     table = Table("permission", "principal", "host", "operation", "resource", "pattern", "name")
+    found: list[AclBinding] = []
     with broker_errors():
         for f in _filter(
             topic, group, transactional_id, cluster, resource_pattern_type, principal, None
         ):
             for b in _call("list ACLs", admin.describe_acls, f):
+                found.append(b)
                 table.add_row(
                     b.permission,
                     b.principal,
@@ -208,6 +213,9 @@ def acls_list(
                     b.pattern_type.lower(),
                     b.name,
                 )
+    if as_json:
+        print_json(found)
+        return
     out().print(table)
 
 
@@ -265,12 +273,22 @@ def users_list(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List SCRAM users and their mechanisms."""
     admin = _admin(bootstrap, request_timeout, command_config, properties)
     table = Table("user", "mechanism", "iterations")
     with broker_errors():
         described = _call("list users", admin.describe_scram_users)
+        if as_json:
+            print_json(
+                [
+                    {"user": u, "mechanism": m, "iterations": i}
+                    for u, creds in sorted(described.items())
+                    for m, i in creds
+                ]
+            )
+            return
         for user, credentials in sorted(described.items()):
             for mech, iterations in credentials:
                 table.add_row(user, mech, str(iterations))

@@ -14,6 +14,7 @@ from muster.cli._common import (
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
     CommandConfigOption,
+    JsonOption,
     PropertyOption,
     RequestTimeoutOption,
     broker_errors,
@@ -21,6 +22,7 @@ from muster.cli._common import (
     err,
     out,
     parse_pairs,
+    print_json,
 )
 
 app = typer.Typer(
@@ -83,6 +85,7 @@ def list_(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List topics and their partition counts."""
     with broker_errors():
@@ -91,6 +94,9 @@ def list_(
         ).list_topics()
     if exclude_internal:
         topics = [t for t in topics if not t.internal]
+    if as_json:
+        print_json(topics)
+        return
     if not topics:
         err().print("No topics.")
         return
@@ -118,12 +124,16 @@ def describe(
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a topic's partitions (leader, replicas, log-start/end offsets) and configs."""
     with broker_errors():
         desc = kafka.Admin(
             bootstrap, request_timeout, client_props(command_config, properties)
         ).describe_topic(name)
+    if as_json:
+        print_json(desc)
+        return
     console = out()
     parts = Table(title=f"Topic {escape(name)}", title_justify="left")
     for column in ("Partition", "Leader", "Replicas", "ISR", "Log start", "Log end", "Messages"):
