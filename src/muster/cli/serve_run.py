@@ -66,6 +66,9 @@ def run_serve(
 
     from muster.log.port import UnreadableLogError
 
+    from muster.repeat_filter import setup_logging
+
+    setup_logging(config["muster.log.level"])
     try:
         run(config)
     except ConfigError as exc:  # settings the broker refuses once it looks closer
