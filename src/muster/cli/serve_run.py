@@ -65,7 +65,6 @@ def run_serve(
         _fail("the broker (muster.server.broker) is not available in this installation")
 
     from muster.log.port import UnreadableLogError
-
     from muster.repeat_filter import setup_logging
 
     setup_logging(config["muster.log.level"])
