@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -77,7 +78,7 @@ def analyze(
     require_spark("analyze")
     from muster.analytics import load
     from muster.analytics.job import run_analysis
-    from muster.analytics.session import start_session
+    from muster.analytics.session import jvm_stderr_to, start_session, stop_session
 
     console = err()
     # a wrong address fails here in seconds, not after Spark has started
@@ -85,22 +86,34 @@ def analyze(
         from muster.coordinator.events import EVENTS_TOPIC
 
         kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
-    with console.status("Starting Spark…"):
-        spark, started = start_session(master)
-    try:
-        loader = (
-            load.source_loader(spark, bootstrap)
-            if reader is Reader.source
-            else load.client_loader(spark, bootstrap)
-        )
-        result = run_analysis(
-            spark, bootstrap, out_dir, groups, progress=False if quiet else console, loader=loader
-        )
-    except Exception as exc:
-        fail(f"analysis failed: {_headline(exc)}")
-    finally:
-        if started:
-            spark.stop()
+    # Spark's own warnings go to OUT/spark.log, not into the progress display
+    with jvm_stderr_to(out_dir / "spark.log") as display:
+        console = Console(file=display, highlight=False)
+        with console.status("Starting Spark…"):
+            spark, started = start_session(master)
+        try:
+            loader = (
+                load.source_loader(spark, bootstrap)
+                if reader is Reader.source
+                else load.client_loader(spark, bootstrap)
+            )
+            result = run_analysis(
+                spark,
+                bootstrap,
+                out_dir,
+                groups,
+                progress=False if quiet else console,
+                loader=loader,
+            )
+        except Exception as exc:
+            failure = f"analysis failed: {_headline(exc)}"
+        else:
+            failure = ""
+        finally:
+            if started:
+                stop_session(spark)
+    if failure:
+        fail(failure)
     print_summary(result)
 
 
