@@ -9,7 +9,7 @@ its log start to its high watermark at the time of the call.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -20,8 +20,11 @@ from muster.analytics.schema import KAFKA_SCHEMA
 Loader = Callable[[list[str]], DataFrame]
 
 
-def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
-    """Batch reads through `spark.read.format("muster")` (registers the source)."""
+def source_loader(
+    spark: SparkSession, bootstrap: str, props: Mapping[str, str] | None = None
+) -> Loader:
+    """Batch reads through `spark.read.format("muster")` (registers the source);
+    `props` (security.protocol, sasl.*, ssl.*) go to it as `kafka.` options."""
     from muster.spark import register
 
     register(spark)
@@ -29,9 +32,11 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
     def load(topics: list[str]) -> DataFrame:
         if not topics:
             return spark.createDataFrame([], KAFKA_SCHEMA)
+        reader = spark.read.format("muster")
+        for key, value in (props or {}).items():
+            reader = reader.option(f"kafka.{key}", value)
         return (
-            spark.read.format("muster")
-            .option("kafka.bootstrap.servers", bootstrap)
+            reader.option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", "earliest")
             .option("endingOffsets", "latest")
@@ -43,21 +48,32 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
     return load
 
 
-def client_loader(spark: SparkSession, bootstrap: str, timeout: float = 30.0) -> Loader:
+def client_loader(
+    spark: SparkSession,
+    bootstrap: str,
+    timeout: float = 30.0,
+    props: Mapping[str, str] | None = None,
+) -> Loader:
     """Reads on the driver with muster's own client (one consumer, assign mode)."""
 
     def load(topics: list[str]) -> DataFrame:
-        rows = [row for topic in topics for row in _read_topic(bootstrap, topic, timeout)]
+        rows = [row for topic in topics for row in _read_topic(bootstrap, topic, timeout, props)]
         return spark.createDataFrame(rows, KAFKA_SCHEMA)
 
     load.description = "muster's client on the driver"  # type: ignore[attr-defined]
     return load
 
 
-def _read_topic(bootstrap: str, topic: str, timeout: float) -> list[tuple[object, ...]]:
+def _read_topic(
+    bootstrap: str, topic: str, timeout: float, props: Mapping[str, str] | None = None
+) -> list[tuple[object, ...]]:
     from muster.client import Admin, Consumer, TopicPartition
 
-    conf = {"bootstrap.servers": bootstrap, "request.timeout.ms": int(timeout * 1000)}
+    conf = {
+        **dict(props or {}),
+        "bootstrap.servers": bootstrap,
+        "request.timeout.ms": int(timeout * 1000),
+    }
     with Admin(conf) as admin:
         count = admin.list_topics().get(topic, 0)
         parts = [TopicPartition(topic, p) for p in range(count)]
