@@ -10,7 +10,7 @@ KAFKA_DIFF_ARGS   ?=
 .PHONY: help install test lint demo bench conformance conformance-build franz-go kafka-diff
 
 help:
-	@echo "make install      create .venv, pip install -e '.[test,spark]', apt-get kcat etc. if missing"
+	@echo "make install      create .venv, pip install -c constraints.txt -e '.[test,spark]', apt-get kcat etc. if missing"
 	@echo "make test         lint, then the test suite (pytest)"
 	@echo "make lint         ruff check src tests bench reliability conformance"
 	@echo "make demo         start a broker on 127.0.0.1:9092 and produce/consume with a real client"
@@ -22,14 +22,14 @@ help:
 	@echo "                  (KAFKA_DIFF_ARGS='-k classic.*' | '-v' | '--kafka H:P --muster H:P')"
 
 # `make test` and `make demo` work on a fresh clone: they install first when
-# pyproject.toml (the pins) is newer than the last install.
+# pyproject.toml or constraints.txt (the pins) is newer than the last install.
 STAMP := $(VENV)/.muster-installed
 
 install:
 	.ci/install
 	@touch $(STAMP)
 
-$(STAMP): pyproject.toml .ci/install
+$(STAMP): pyproject.toml constraints.txt .ci/install
 	.ci/install
 	@touch $(STAMP)
 

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 stamp=.venv/.muster-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ .ci/install -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ .ci/install -nt "$stamp" ] \
+  || [ constraints.txt -nt "$stamp" ]; then
   .ci/install
   touch "$stamp"
 fi

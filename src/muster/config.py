@@ -224,6 +224,16 @@ ALIASES: dict[str, tuple[str, int]] = {
 }
 
 
+def did_you_mean(name: str) -> str:
+    """" (did you mean 'x'?)" for the known property name closest to a
+    misspelt one (muster's and Kafka's names alike), or ""."""
+    import difflib
+
+    known = [*BY_NAME, *KAFKA_ONLY, *ALIASES]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _resolve_aliases(values: Mapping[str, str]) -> dict[str, str]:
     resolved = dict(values)
     # hours before minutes, so minutes (finer) overwrite hours when both are given
@@ -282,7 +292,9 @@ class BrokerConfig(Mapping[str, Any]):
             prop = Property(name, *dynamic)
         if prop is None:
             if strict:
-                raise ConfigError(f"unknown property {name!r} (see `muster serve --help`)")
+                raise ConfigError(
+                    f"unknown property {name!r}{did_you_mean(name)} (see `muster serve --help`)"
+                )
             self.ignored.append(name)
             return
         value = _coerce(prop, raw)
@@ -301,7 +313,8 @@ class BrokerConfig(Mapping[str, Any]):
             )
         if unknown:
             lines.append(
-                "ignoring unknown properties (see `muster serve --help`): " + ", ".join(unknown)
+                "ignoring unknown properties (see `muster serve --help`): "
+                + ", ".join(n + did_you_mean(n) for n in unknown)
             )
         return lines
 

@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 
 from muster.cli import kafka
+from muster.client.errors import UnsupportedError
 
 from .test_cli_offline import squash
 
@@ -223,7 +223,7 @@ def test_describe_degrades_without_describe_configs(
     assert cli("topics", "create", topic_name, "-b", broker_address).exit_code == 0
 
     def unsupported(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise KafkaException(KafkaError(KafkaError.UNSUPPORTED_VERSION, "DescribeConfigs"))
+        raise UnsupportedError("UNSUPPORTED_VERSION: DescribeConfigs", code=35)
 
     real_admin = kafka.Admin
 
@@ -251,3 +251,30 @@ def test_produce_stops_at_a_line_without_key_separator(
     assert "Wrote 1 record to" in result.stdout  # what came before was still delivered
     records = consume_json(cli, b, topic_name)
     assert [(r["key"], r["value"]) for r in records] == [("a", "1")]
+
+
+def test_list_and_describe_commands_speak_json(
+    broker_address: str, topic_name: str, cli: Any
+) -> None:
+    assert (
+        cli("topics", "create", topic_name, "--partitions", "2", "-b", broker_address).exit_code
+        == 0
+    )
+    assert cli("produce", topic_name, "a", "b", "-b", broker_address).exit_code == 0
+    listed = json.loads(cli("topics", "list", "--json", "-b", broker_address).stdout)
+    mine = next(t for t in listed if t["name"] == topic_name)
+    assert len(mine["partitions"]) == 2
+    described = json.loads(
+        cli("topics", "describe", topic_name, "--json", "-b", broker_address).stdout
+    )
+    assert sum(o["log_end"] for o in described["offsets"].values()) == 2
+    assert isinstance(
+        json.loads(cli("groups", "list", "--json", "-b", broker_address).stdout), list
+    )
+
+
+def test_piped_tables_are_not_cut_at_80_columns(broker_address: str, cli: Any) -> None:
+    long_name = "t-" + "x" * 120
+    assert cli("topics", "create", long_name, "-b", broker_address).exit_code == 0
+    listed = cli("topics", "list", "-b", broker_address)
+    assert long_name in listed.stdout  # on one line, not folded

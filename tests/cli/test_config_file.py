@@ -42,6 +42,17 @@ def test_unknown_names_on_the_command_line_are_still_refused() -> None:
         load_config(None, ["typo.property=1"])
 
 
+def test_a_misspelt_name_gets_kafkas_closest_name() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean 'auto\.create\.topics\.enable'\?"):
+        load_config(None, ["auto.create.topic.enable=false"])
+    props_cfg = load_config(None)
+    props_cfg.set("log.retention.hour", "1", strict=False)  # Kafka's name, misspelt
+    assert props_cfg.ignored_report() == [
+        "ignoring unknown properties (see `muster serve --help`): "
+        "log.retention.hour (did you mean 'log.retention.hours'?)"
+    ]
+
+
 @pytest.mark.parametrize(
     ("listeners", "expected"),
     [

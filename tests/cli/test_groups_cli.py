@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import confluent_kafka
+import confluent_kafka.admin
 import pytest
 from confluent_kafka import TopicPartition
 from typer.testing import CliRunner
@@ -329,6 +330,15 @@ def test_describe_empty_group(scenario: Scenario) -> None:
 
     listed = sc.cli("groups", "list")
     assert [sc.group, "Empty", "consumer", "classic"] in rows(listed.stdout)
+
+    as_json = json.loads(sc.cli("groups", "describe", sc.group, "--json").stdout)
+    assert as_json["group"]["state"] == "Empty"
+    assert [
+        (o["partition"], o["committed"], o["log_end"], o["lag"]) for o in as_json["offsets"]
+    ] == [
+        (0, 4, 6, 2),
+        (1, 1, 4, 3),
+    ]
 
 
 def reset(sc: Scenario, *args: str) -> list[list[str]]:

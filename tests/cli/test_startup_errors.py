@@ -225,7 +225,7 @@ def test_produce_to_missing_topic_says_so(tmp_path: Path) -> None:
     lines = error_lines(done)
     assert lines == [
         "error: topic 'nosuch' does not exist and the broker does not create topics on "
-        "produce; create it first: muster topics create nosuch"
+        "produce; create it first: muster topics create nosuch -b " + broker.bootstrap
     ]
     # well inside the 10 s request timeout that used to end in _MSG_TIMED_OUT
     assert elapsed < 8

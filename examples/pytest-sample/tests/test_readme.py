@@ -1,4 +1,5 @@
-# runs as is with `pip install muster pytest` (examples/pytest-sample/tests/test_readme.py)
+# runs as is with `pip install muster pytest confluent-kafka`
+# (examples/pytest-sample/tests/test_readme.py; muster depends on no third-party client)
 from confluent_kafka import Consumer, Producer
 
 

@@ -4,6 +4,7 @@ and the HTML report, with the stages shown as they run."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def run_analysis(
     progress: bool | Console = True,
     loader: load.Loader | None = None,
     points: int = lag_mod.DEFAULT_POINTS,
+    props: Mapping[str, str] | None = None,
 ) -> AnalysisResult:
     """Analyses every group (or `groups`) recorded on the broker at `bootstrap`.
 
@@ -74,7 +76,7 @@ def run_analysis(
     source; `progress` is True (stderr), False, or a rich Console.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    read = loader or load.source_loader(spark, bootstrap)
+    read = loader or load.source_loader(spark, bootstrap, props)
     source = getattr(read, "description", "custom")
     stages = StageProgress(STAGES, _console(progress), spark)
     tables_dir = out_dir / "tables"

@@ -1,7 +1,7 @@
 """Reading topics into DataFrames of the Kafka source's schema.
 
 `source_loader` goes through the `muster` Spark source (the normal path);
-`client_loader` reads with confluent-kafka on the driver and is kept for
+`client_loader` reads with muster's own client on the driver and is kept for
 brokers or set-ups where the source cannot be used. Both read each topic from
 its log start to its high watermark at the time of the call.
 """
@@ -9,7 +9,7 @@ its log start to its high watermark at the time of the call.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -20,8 +20,11 @@ from muster.analytics.schema import KAFKA_SCHEMA
 Loader = Callable[[list[str]], DataFrame]
 
 
-def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
-    """Batch reads through `spark.read.format("muster")` (registers the source)."""
+def source_loader(
+    spark: SparkSession, bootstrap: str, props: Mapping[str, str] | None = None
+) -> Loader:
+    """Batch reads through `spark.read.format("muster")` (registers the source);
+    `props` (security.protocol, sasl.*, ssl.*) go to it as `kafka.` options."""
     from muster.spark import register
 
     register(spark)
@@ -29,9 +32,11 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
     def load(topics: list[str]) -> DataFrame:
         if not topics:
             return spark.createDataFrame([], KAFKA_SCHEMA)
+        reader = spark.read.format("muster")
+        for key, value in (props or {}).items():
+            reader = reader.option(f"kafka.{key}", value)
         return (
-            spark.read.format("muster")
-            .option("kafka.bootstrap.servers", bootstrap)
+            reader.option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", ",".join(topics))
             .option("startingOffsets", "earliest")
             .option("endingOffsets", "latest")
@@ -43,67 +48,71 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
     return load
 
 
-def client_loader(spark: SparkSession, bootstrap: str, timeout: float = 30.0) -> Loader:
-    """Reads on the driver with confluent-kafka (one consumer, assign mode)."""
+def client_loader(
+    spark: SparkSession,
+    bootstrap: str,
+    timeout: float = 30.0,
+    props: Mapping[str, str] | None = None,
+) -> Loader:
+    """Reads on the driver with muster's own client (one consumer, assign mode)."""
 
     def load(topics: list[str]) -> DataFrame:
-        rows = [row for topic in topics for row in _read_topic(bootstrap, topic, timeout)]
+        rows = [row for topic in topics for row in _read_topic(bootstrap, topic, timeout, props)]
         return spark.createDataFrame(rows, KAFKA_SCHEMA)
 
-    load.description = "confluent-kafka on the driver"  # type: ignore[attr-defined]
+    load.description = "muster's client on the driver"  # type: ignore[attr-defined]
     return load
 
 
-def _read_topic(bootstrap: str, topic: str, timeout: float) -> list[tuple[object, ...]]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+def _read_topic(
+    bootstrap: str, topic: str, timeout: float, props: Mapping[str, str] | None = None
+) -> list[tuple[object, ...]]:
+    from muster.client import Admin, Consumer, TopicPartition
 
+    conf = {
+        **dict(props or {}),
+        "bootstrap.servers": bootstrap,
+        "request.timeout.ms": int(timeout * 1000),
+    }
+    with Admin(conf) as admin:
+        count = admin.list_topics().get(topic, 0)
+        parts = [TopicPartition(topic, p) for p in range(count)]
+        if not parts:
+            return []
+        lows = admin.list_offsets(dict.fromkeys(parts, "earliest"))
+        highs = admin.list_offsets(dict.fromkeys(parts, "latest"))
+    ends = {tp: highs[tp] for tp in parts if highs[tp] > lows[tp]}
+    if not ends:
+        return []
     consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "muster-analyze",  # required by librdkafka; never joined or committed
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-        }
+        {**conf, "enable.auto.commit": False, "isolation.level": "read_uncommitted"}
     )
     try:
-        meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-        if meta is None or meta.error is not None:
-            return []
-        ends: dict[int, int] = {}
-        for p in meta.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            if high > low:
-                ends[p] = high
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        consumer.assign(list(ends))
+        consumer.seek_to_beginning(list(ends))
         rows: list[tuple[object, ...]] = []
-        positions = dict.fromkeys(ends, -1)
         deadline = time.monotonic() + timeout
-        while any(positions[p] + 1 < ends[p] for p in ends):
+        while any((consumer.position(tp) or 0) < end for tp, end in ends.items()):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic} stalled")
-            for msg in consumer.consume(500, 0.2):
-                if msg.error() is not None:
+            for r in consumer.poll(0.2):
+                if r.offset >= ends[TopicPartition(topic, r.partition)]:
                     continue
-                p, offset = msg.partition(), msg.offset()
-                if offset >= ends[p]:
-                    continue
-                positions[p] = offset
-                kind, stamp = msg.timestamp()
                 rows.append(
                     (
-                        msg.key(),
-                        msg.value(),
+                        r.key,
+                        r.value,
                         topic,
-                        p,
-                        offset,
-                        datetime.fromtimestamp(stamp / 1000, tz=UTC),
-                        kind - 1 if kind > 0 else -1,
+                        r.partition,
+                        r.offset,
+                        datetime.fromtimestamp(r.timestamp / 1000, tz=UTC),
+                        r.timestamp_type,
                     )
                 )
                 deadline = time.monotonic() + timeout  # the timeout is for a stall
         return rows
     finally:
-        consumer.close()
+        consumer.close(autocommit=False)
 
 
 def data_topics(commit_topics: list[str]) -> list[str]:

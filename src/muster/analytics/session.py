@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 # Spark's own WARN lines at start-up would break into the progress display;
 # errors still show.
@@ -52,3 +54,50 @@ def start_session(master: str = "local[*]", app_name: str = "muster-analyze") ->
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
+
+
+@contextlib.contextmanager
+def jvm_stderr_to(path: Path) -> Iterator[TextIO]:
+    """Sends file descriptor 2 to PATH meanwhile, so the Spark JVM started
+    inside (which inherits it) writes its warnings there, not into a progress
+    display; yields a stream on the original stderr for that display."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    original = os.fdopen(os.dup(saved), "w", buffering=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield original
+    finally:
+        sys.stderr.flush()
+        original.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        original.close()
+
+
+def stop_session(spark: Any) -> None:
+    """Stops the session and ends its JVM: `SparkSession.stop()` alone leaves
+    the py4j gateway's JVM (~1 GB resident) running until Python exits, which
+    a process that goes on serving (the demo with --keep-serving) must not
+    carry. A later `start_session` launches a new JVM."""
+    from pyspark import SparkContext
+
+    spark.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # the JVM may already be gone
+        pass
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except Exception:
+            proc.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None

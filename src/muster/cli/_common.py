@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, NoReturn
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -32,10 +36,77 @@ RequestTimeoutOption = Annotated[
 ]
 REQUEST_TIMEOUT_DEFAULT = DEFAULT_TIMEOUT
 
+# Every command that talks to a broker takes the client properties of Kafka's
+# tools (--command-config FILE) and of librdkafka's (-X key=value): the
+# security ones (security.protocol, sasl.*, ssl.*) reach a secured broker.
+CommandConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        exists=True,
+        dir_okay=False,
+        help="Client properties file for a secured broker (security.protocol, sasl.*, ssl.*).",
+    ),
+]
+PropertyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-X",
+        "--property",
+        metavar="KEY=VALUE",
+        help="One client property (repeatable; over --command-config), e.g. "
+        "-X security.protocol=SASL_SSL.",
+    ),
+]
+
+
+def client_props(command_config: Path | None, properties: list[str] | None) -> dict[str, str]:
+    """The client properties of --command-config, then -X (later wins)."""
+    from muster.config import parse_properties_file
+
+    props: dict[str, str] = {}
+    if command_config is not None:
+        try:
+            props.update(parse_properties_file(command_config))
+        except (OSError, ValueError) as exc:
+            fail(f"--command-config {command_config}: {exc}")
+    props.update(parse_pairs(properties or [], "-X"))
+    return props
+
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON (one document) instead of tables.")
+]
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout; dataclasses become objects."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    typer.echo(json.dumps(plain(data), indent=2))
+
+
+# Piped output is not cut at 80 columns: a table takes the width it needs
+# (rich would otherwise assume 80 when stdout is not a terminal).
+PIPED_WIDTH = 10_000
+
 
 def out() -> Console:
-    """Console on stdout (created per call so test runners can swap streams)."""
-    return Console(highlight=False)
+    """Console on stdout (created per call so test runners can swap streams):
+    the terminal's width, or unclipped when piped."""
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def err() -> Console:

@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from muster.cli import kafka
 from muster.cli._common import (
+    CommandConfigOption,
+    PropertyOption,
     broker_errors,
+    client_props,
     err,
     events_topic_errors,
     fail,
@@ -70,6 +74,8 @@ def analyze(
         ),
     ] = Reader.source,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Rebalances (when, why, how long), time not consuming, commit rate and
     lag per partition over time, per consumer group: Parquet tables, a
@@ -77,30 +83,43 @@ def analyze(
     require_spark("analyze")
     from muster.analytics import load
     from muster.analytics.job import run_analysis
-    from muster.analytics.session import start_session
+    from muster.analytics.session import jvm_stderr_to, start_session, stop_session
 
+    props = client_props(command_config, properties)
     console = err()
     # a wrong address fails here in seconds, not after Spark has started
     with broker_errors(), events_topic_errors():
         from muster.coordinator.events import EVENTS_TOPIC
 
-        kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
-    with console.status("Starting Spark…"):
-        spark, started = start_session(master)
-    try:
-        loader = (
-            load.source_loader(spark, bootstrap)
-            if reader is Reader.source
-            else load.client_loader(spark, bootstrap)
-        )
-        result = run_analysis(
-            spark, bootstrap, out_dir, groups, progress=False if quiet else console, loader=loader
-        )
-    except Exception as exc:
-        fail(f"analysis failed: {_headline(exc)}")
-    finally:
-        if started:
-            spark.stop()
+        kafka.Admin(bootstrap, 10, props).topic(EVENTS_TOPIC)
+    # Spark's own warnings go to OUT/spark.log, not into the progress display
+    with jvm_stderr_to(out_dir / "spark.log") as display:
+        console = Console(file=display, highlight=False)
+        with console.status("Starting Spark…"):
+            spark, started = start_session(master)
+        try:
+            loader = (
+                load.source_loader(spark, bootstrap, props)
+                if reader is Reader.source
+                else load.client_loader(spark, bootstrap, props=props)
+            )
+            result = run_analysis(
+                spark,
+                bootstrap,
+                out_dir,
+                groups,
+                progress=False if quiet else console,
+                loader=loader,
+            )
+        except Exception as exc:
+            failure = f"analysis failed: {_headline(exc)}"
+        else:
+            failure = ""
+        finally:
+            if started:
+                stop_session(spark)
+    if failure:
+        fail(failure)
     print_summary(result)
 
 

@@ -17,8 +17,11 @@ from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
+    CommandConfigOption,
+    PropertyOption,
     RequestTimeoutOption,
     broker_errors,
+    client_props,
     err,
     fail,
     out,
@@ -103,13 +106,17 @@ def consume(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Read records from a topic, without a consumer group (assign mode)."""
     start = parse_offset(offset)
     records: list[kafka.Record] = []
     count = 0
     with broker_errors():
-        consumer = kafka.Consumer(bootstrap, request_timeout)
+        consumer = kafka.Consumer(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        )
         try:
             info = consumer.topic(topic)
             partitions = [p.partition for p in info.partitions]

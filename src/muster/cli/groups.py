@@ -8,7 +8,7 @@ rebalances and their causes in plain words (see muster.explain).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Annotated
 
@@ -22,12 +22,17 @@ from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
+    CommandConfigOption,
+    JsonOption,
+    PropertyOption,
     RequestTimeoutOption,
     broker_errors,
+    client_props,
     err,
     events_topic_errors,
     fail,
     out,
+    print_json,
 )
 
 INACTIVE_STATES = ("Empty", "Dead")
@@ -108,10 +113,18 @@ def _resolve(admin: kafka.GroupAdmin, specs: list[tuple[str, list[int] | None]])
 def list_(
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List consumer groups with their state and protocol type (ListGroups)."""
     with broker_errors():
-        groups = kafka.GroupAdmin(bootstrap, request_timeout).list_groups()
+        groups = kafka.GroupAdmin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        ).list_groups()
+    if as_json:
+        print_json(groups)
+        return
     if not groups:
         err().print("No groups.")
         return
@@ -229,17 +242,31 @@ def describe(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a group: state, members, and per partition the committed offset,
     log-end offset, lag and owning member (like kafka-consumer-groups.sh --describe)."""
     with broker_errors():
-        admin = kafka.GroupAdmin(bootstrap, request_timeout)
+        admin = kafka.GroupAdmin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        )
         desc = admin.describe_group(group)
         committed = {} if members else admin.committed_offsets(group)
         if desc.state == "Dead" and not desc.members and not committed:
             fail(f"consumer group {group!r} does not exist")
         rows = offset_rows(desc, committed, {})
         log_offsets = admin.log_offsets([(r.topic, r.partition) for r in rows]) if rows else {}
+    if as_json:
+        offsets = [] if members else offset_rows(desc, committed, log_offsets)
+        print_json(
+            {
+                "group": desc,
+                "offsets": [{**asdict(r), "lag": r.lag} for r in offsets],
+            }
+        )
+        return
     _header(desc)
     console = out()
     if members:
@@ -388,6 +415,8 @@ def reset_offsets(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Plan (and with --execute commit) new committed offsets for a group.
 
@@ -414,7 +443,9 @@ def reset_offsets(
         raise typer.BadParameter("give --topic (one or more) or --all-topics, not both")
     timestamp = parse_datetime(to_datetime) if to_datetime is not None else None
     with broker_errors():
-        admin = kafka.GroupAdmin(bootstrap, request_timeout)
+        admin = kafka.GroupAdmin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        )
         desc = admin.describe_group(group)
         if execute and desc.state not in INACTIVE_STATES:
             fail(
@@ -476,11 +507,15 @@ def delete(
     group: GroupArg,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Delete an inactive group and its committed offsets (DeleteGroups)."""
     with broker_errors():
         try:
-            kafka.GroupAdmin(bootstrap, request_timeout).delete_group(group)
+            kafka.GroupAdmin(
+                bootstrap, request_timeout, client_props(command_config, properties)
+            ).delete_group(group)
         except kafka.KafkaCliError as exc:
             if exc.name == "NON_EMPTY_GROUP":
                 fail(f"group {group!r} still has members: stop its consumers first ({exc})")
@@ -496,6 +531,8 @@ def delete_offsets(
     topics: TopicSpecOption = None,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Delete a group's committed offsets for topics or partitions (OffsetDelete).
 
@@ -504,7 +541,9 @@ def delete_offsets(
     if not specs:
         raise typer.BadParameter("give at least one --topic", param_hint="--topic")
     with broker_errors():
-        admin = kafka.GroupAdmin(bootstrap, request_timeout)
+        admin = kafka.GroupAdmin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        )
         keys = _resolve(admin, specs)
         try:
             results = admin.delete_group_offsets(group, keys)
@@ -537,20 +576,26 @@ def explain(
     ] = 5,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Tell a group's recent rebalances in plain words: when, why, how long,
     what the join waited for (from the broker's __muster_group_events topic)."""
     with broker_errors(), events_topic_errors():
         from muster.coordinator.events import EVENTS_TOPIC
 
-        records = kafka.read_partition(bootstrap, EVENTS_TOPIC, 0, request_timeout)
+        records = kafka.read_partition(
+            bootstrap, EVENTS_TOPIC, 0, request_timeout, client_props(command_config, properties)
+        )
     wanted = group.encode()
     values = [r.value for r in records if r.key is None or r.key == wanted]
     events = explain_words.parse_events(values, group_id=group)
     blocks = explain_words.explain(events, last)
     if not blocks:
         with broker_errors():
-            admin = kafka.GroupAdmin(bootstrap, request_timeout)
+            admin = kafka.GroupAdmin(
+                bootstrap, request_timeout, client_props(command_config, properties)
+            )
             desc = admin.describe_group(group)
             exists = desc.state != "Dead" or bool(desc.members or admin.committed_offsets(group))
         if not exists:  # as `groups describe` says it, with the same exit status

@@ -2,44 +2,32 @@
 
 Everything the commands need from a broker goes through the small classes
 here (`Admin`, `Producer`, `Consumer`), which speak in plain dataclasses and
-raise `KafkaCliError` only. Today they wrap confluent-kafka (librdkafka); to
-move the CLI onto muster's own client later, only this module changes.
+raise `KafkaCliError` only. They wrap muster's own client (`muster.client`),
+so the CLI needs no third-party Kafka client. Each is built from
+`client_config`: the bootstrap address, the request timeout and the client
+properties of `--command-config FILE` / `-X key=value` (security.protocol,
+sasl.*, ssl.*, as librdkafka and Kafka's tools name them).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import confluent_kafka
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    OffsetSpec,
-    ResourceType,
-)
-
 from muster._lazy import lazy_exports
+from muster.client import admin as mc_admin
+from muster.client import consumer as mc_consumer
+from muster.client import producer as mc_producer
+from muster.client.errors import KafkaError
+from muster.client.types import TopicPartition
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_TIMEOUT = 10.0
 
 StartOffset = Literal["earliest", "latest"] | int
-
-# librdkafka logs connection failures straight to stderr unless a logger is
-# given; the CLI reports errors itself, one line each, so its logs go nowhere.
-_LOG = logging.getLogger("muster.cli.librdkafka")
-_LOG.addHandler(logging.NullHandler())
-_LOG.propagate = False
 
 
 class KafkaCliError(Exception):
@@ -55,11 +43,13 @@ class KafkaCliError(Exception):
         if isinstance(exc, KafkaCliError):
             return exc
         prefix = f"{context}: " if context else ""
-        if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-            err = exc.args[0]
-            return cls(err.name(), prefix + (err.str() or "no message"))
         if isinstance(exc, KafkaError):
-            return cls(exc.name(), prefix + (exc.str() or "no message"))
+            detail = str(exc.message)
+            if detail.startswith(f"{exc.name}: "):
+                detail = detail[len(exc.name) + 2 :]
+            elif detail == exc.name:
+                detail = "no message"
+            return cls(exc.name, prefix + detail)
         if isinstance(exc, TimeoutError):
             return cls("REQUEST_TIMED_OUT", prefix + "no answer from the broker in time")
         return cls(type(exc).__name__, prefix + str(exc))
@@ -169,35 +159,81 @@ def check_reachable(bootstrap: str, timeout: float = CONNECT_TIMEOUT) -> None:
     )
 
 
-def _base_config(bootstrap: str, timeout: float) -> dict[str, Any]:
-    # Every client of the CLI is built from here, so every command fails fast
-    # when nothing listens.
+def client_config(
+    bootstrap: str, timeout: float, props: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The configuration every client of the CLI starts from: the command's
+    properties (--command-config, then -X) over the CLI's own defaults, with
+    the bootstrap address and request timeout of its options on top.
+    Checks first that something listens, so every command fails fast."""
     check_reachable(bootstrap)
     ms = max(1, int(timeout * 1000))
     return {
-        "bootstrap.servers": bootstrap,
         "client.id": "muster-cli",
-        "logger": _LOG,
-        "socket.timeout.ms": max(ms, 1500),
-        "socket.connection.setup.timeout.ms": max(ms, 1000),
-        "reconnect.backoff.ms": 50,
-        "reconnect.backoff.max.ms": 1000,
+        **dict(props or {}),
+        "bootstrap.servers": bootstrap,
+        "request.timeout.ms": max(ms, 1000),
     }
 
 
-def _result(future: Future[Any], timeout: float, context: str) -> Any:
+def _call(context: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
-        return future.result(timeout=timeout)
-    except Exception as exc:
+        return fn(*args, **kwargs)
+    except (KafkaError, TimeoutError, OSError, ValueError) as exc:
         raise KafkaCliError.wrap(exc, context) from exc
+
+
+def _open_admin(config: dict[str, Any]) -> mc_admin.Admin:
+    return _call("cannot reach the broker", mc_admin.Admin, config)
+
+
+def _topics_from_metadata(admin: mc_admin.Admin) -> list[TopicInfo]:
+    topics = _call("cannot reach the broker", admin.describe_topics)
+    return [
+        TopicInfo(
+            name=t.name,
+            partitions=tuple(
+                PartitionInfo(p.partition, p.leader, p.replicas, p.isr, _error_name(p.error_code))
+                for p in t.partitions
+            ),
+            error=_error_name(t.error_code),
+        )
+        for t in topics
+    ]
+
+
+def _error_name(code: int) -> str | None:
+    return None if code == 0 else KafkaError(code=code).name
+
+
+def _find_topic(topics: list[TopicInfo], name: str) -> TopicInfo:
+    for info in topics:
+        if info.name == name:
+            if info.error:
+                raise KafkaCliError(info.error, f"topic {name!r}")
+            return info
+    raise KafkaCliError("UNKNOWN_TOPIC_OR_PART", f"topic {name!r} does not exist")
 
 
 class Admin:
     """Topic administration: create, list, describe, delete."""
 
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        bootstrap: str = DEFAULT_BOOTSTRAP,
+        timeout: float = DEFAULT_TIMEOUT,
+        props: Mapping[str, str] | None = None,
+    ):
         self.timeout = timeout
-        self._client = AdminClient(_base_config(bootstrap, timeout))
+        self._client = _open_admin(client_config(bootstrap, timeout, props))
+
+    @property
+    def client(self) -> mc_admin.Admin:
+        """muster's admin client underneath (ACLs, users)."""
+        return self._client
+
+    def close(self) -> None:
+        self._client.close()
 
     def create_topic(
         self,
@@ -206,30 +242,17 @@ class Admin:
         replication_factor: int = 1,
         configs: dict[str, str] | None = None,
     ) -> None:
-        try:
-            new = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
-            futures = self._client.create_topics([new], request_timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, f"cannot create topic {name!r}") from exc
-        _result(futures[name], self.timeout + 1, f"cannot create topic {name!r}")
+        new = mc_admin.NewTopic(name, partitions, replication_factor, dict(configs or {}))
+        _call(f"cannot create topic {name!r}", self._client.create_topics, [new])
 
     def delete_topic(self, name: str) -> None:
-        try:
-            futures = self._client.delete_topics([name], request_timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, f"cannot delete topic {name!r}") from exc
-        _result(futures[name], self.timeout + 1, f"cannot delete topic {name!r}")
+        _call(f"cannot delete topic {name!r}", self._client.delete_topics, [name])
 
     def list_topics(self) -> list[TopicInfo]:
-        return sorted(_topics_from_metadata(self._client, self.timeout), key=lambda t: t.name)
+        return _topics_from_metadata(self._client)
 
     def topic(self, name: str) -> TopicInfo:
-        for info in _topics_from_metadata(self._client, self.timeout):
-            if info.name == name:
-                if info.error:
-                    raise KafkaCliError(info.error, f"topic {name!r}")
-                return info
-        raise KafkaCliError("UNKNOWN_TOPIC_OR_PART", f"topic {name!r} does not exist")
+        return _find_topic(_topics_from_metadata(self._client), name)
 
     def describe_topic(self, name: str) -> TopicDescription:
         desc = TopicDescription(topic=self.topic(name))
@@ -237,97 +260,52 @@ class Admin:
         self._fill_configs(desc)
         return desc
 
-    def _fill_offsets(self, desc: TopicDescription) -> None:
-        name = desc.topic.name
-        parts = [p.partition for p in desc.topic.partitions]
-        if not parts:
-            return
-        answers: dict[str, dict[int, int | str]] = {}
-        for label, spec in (("start", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
-            got: dict[int, int | str] = {}
-            answers[label] = got
+    def list_offsets(
+        self, partitions: Sequence[tuple[str, int]], spec: str | int
+    ) -> dict[tuple[str, int], int | str]:
+        """{(topic, partition): offset, or the error's text} for one spec
+        ("earliest", "latest" or a timestamp in ms); one request per partition
+        so one partition's error does not hide the others' offsets."""
+        got: dict[tuple[str, int], int | str] = {}
+        for t, p in partitions:
             try:
-                futures = self._client.list_offsets(
-                    {TopicPartition(name, p): spec for p in parts}, request_timeout=self.timeout
-                )
-            except (KafkaException, ValueError, TypeError) as exc:
-                err = KafkaCliError.wrap(exc)
-                desc.notes.append(f"log offsets unavailable ({err})")
-                return
-            for tp, future in futures.items():
-                try:
-                    got[tp.partition] = _result(future, self.timeout + 1, "").offset
-                except KafkaCliError as err:
-                    got[tp.partition] = str(err)
+                answer = self._client.list_offsets({TopicPartition(t, p): spec})
+                got[(t, p)] = int(answer[TopicPartition(t, p)])
+            except (KafkaError, TimeoutError, OSError) as exc:
+                got[(t, p)] = str(KafkaCliError.wrap(exc))
+        return got
+
+    def _fill_offsets(self, desc: TopicDescription) -> None:
+        keys = [(desc.topic.name, p.partition) for p in desc.topic.partitions]
+        if not keys:
+            return
+        start, end = self.list_offsets(keys, "earliest"), self.list_offsets(keys, "latest")
         failed = False
-        for p in parts:
-            start, end = answers["start"].get(p), answers["end"].get(p)
-            errors = [v for v in (start, end) if isinstance(v, str)]
+        for key in keys:
+            s, e = start.get(key), end.get(key)
+            errors = [v for v in (s, e) if isinstance(v, str)]
             failed = failed or bool(errors)
-            desc.offsets[p] = Offsets(
-                start if isinstance(start, int) else None,
-                end if isinstance(end, int) else None,
+            desc.offsets[key[1]] = Offsets(
+                s if isinstance(s, int) else None,
+                e if isinstance(e, int) else None,
                 errors[0] if errors else None,
             )
         if failed:
             desc.notes.append("log offsets unavailable for some partitions (ListOffsets failed)")
 
     def _fill_configs(self, desc: TopicDescription) -> None:
-        resource = ConfigResource(ResourceType.TOPIC, desc.topic.name)
         try:
-            futures = self._client.describe_configs([resource], request_timeout=self.timeout)
-            entries = next(iter(futures.values()))
-            got = _result(entries, self.timeout + 1, "")
-        except (KafkaException, KafkaCliError, ValueError, TypeError) as exc:
+            got = self._client.describe_configs(desc.topic.name)
+        except (KafkaError, TimeoutError, OSError) as exc:
             err = KafkaCliError.wrap(exc)
             desc.notes.append(
                 f"topic configs unavailable: the broker did not answer DescribeConfigs ({err})"
             )
             return
-        configs = []
-        for entry in sorted(got.values(), key=lambda e: e.name):
-            try:
-                source = ConfigSource(entry.source).name.lower()
-            except ValueError:
-                source = str(entry.source)
-            configs.append(
-                ConfigEntry(
-                    name=entry.name,
-                    value=entry.value,
-                    source=source,
-                    is_default=bool(entry.is_default),
-                    read_only=bool(entry.is_read_only),
-                    sensitive=bool(entry.is_sensitive),
-                )
-            )
-        desc.configs = configs
-
-
-def _topics_from_metadata(client: Any, timeout: float) -> list[TopicInfo]:
-    # Always ask for all topics: a Metadata request naming one topic may
-    # auto-create it on brokers with auto.create.topics.enable.
-    try:
-        metadata = client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaCliError.wrap(exc, "cannot reach the broker") from exc
-    topics = []
-    for name, tmeta in metadata.topics.items():
-        parts = tuple(
-            PartitionInfo(
-                partition=p.id,
-                leader=p.leader,
-                replicas=tuple(p.replicas),
-                isr=tuple(p.isrs),
-                error=p.error.name() if p.error else None,
-            )
-            for p in sorted(tmeta.partitions.values(), key=lambda p: p.id)
-        )
-        topics.append(
-            TopicInfo(
-                name=name, partitions=parts, error=tmeta.error.name() if tmeta.error else None
-            )
-        )
-    return topics
+        desc.configs = [
+            ConfigEntry(e.name, e.value, e.source, e.is_default, e.read_only, e.sensitive)
+            for e in got
+        ]
 
 
 DeliveryCallback = Callable[[Delivery | None, "KafkaCliError | None"], None]
@@ -336,39 +314,19 @@ DeliveryCallback = Callable[[Delivery | None, "KafkaCliError | None"], None]
 class Producer:
     """Asynchronous producer; `send` queues, `flush` waits for every delivery."""
 
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        bootstrap: str = DEFAULT_BOOTSTRAP,
+        timeout: float = DEFAULT_TIMEOUT,
+        props: Mapping[str, str] | None = None,
+    ):
         self.timeout = timeout
-        self._last_error: KafkaCliError | None = None
-        config = _base_config(bootstrap, timeout)
-        config.update(
-            {
-                "message.timeout.ms": max(1, int(timeout * 1000)),
-                # librdkafka waits this long (default 30 s) for a topic the broker
-                # says is unknown to appear; past it the records fail with
-                # UNKNOWN_TOPIC_OR_PART instead of a bare message timeout.
-                "topic.metadata.propagation.max.ms": 1000,
-                "linger.ms": 5,
-                "error_cb": self._error,
-            }
-        )
-        self._producer = confluent_kafka.Producer(config)
-
-    def _error(self, err: KafkaError) -> None:
-        self._last_error = KafkaCliError(err.name(), err.str())
-
-    def _callback(self, on_delivery: DeliveryCallback) -> Callable[[Any, Any], None]:
-        def delivered(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
-                on_delivery(Delivery(msg.partition(), msg.offset()), None)
-                return
-            failure = KafkaCliError(err.name(), err.str())
-            if err.code() == KafkaError._MSG_TIMED_OUT and self._last_error is not None:
-                failure = KafkaCliError(
-                    err.name(), f"{err.str()} (last broker error: {self._last_error})"
-                )
-            on_delivery(None, failure)
-
-        return delivered
+        config = client_config(bootstrap, timeout, props)
+        config.setdefault("delivery.timeout.ms", max(1, int(timeout * 1000)))
+        # as librdkafka: a record for a topic the broker does not know fails
+        # with UNKNOWN_TOPIC_OR_PARTITION after 1 s, not at the delivery timeout
+        config.setdefault("topic.metadata.propagation.max.ms", 1000)
+        self._producer = _call("cannot reach the broker", mc_producer.Producer, config)
 
     def send(
         self,
@@ -380,102 +338,106 @@ class Producer:
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
         """Queues one record; `on_delivery(delivery, error)` runs when it is settled."""
-        kwargs: dict[str, Any] = {"value": value, "key": key}
-        if on_delivery is not None:
-            kwargs["on_delivery"] = self._callback(on_delivery)
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers:
-            kwargs["headers"] = list(headers)
-        while True:
-            try:
-                self._producer.produce(topic, **kwargs)
-                break
-            except BufferError:
-                self._producer.poll(0.1)  # local queue full: serve deliveries, retry
-            except KafkaException as exc:
-                raise KafkaCliError.wrap(exc, f"cannot produce to {topic!r}") from exc
-        self._producer.poll(0)
+
+        def delivered(err: KafkaError | None, metadata: Any) -> None:
+            if on_delivery is None:
+                return
+            if err is None:
+                on_delivery(Delivery(metadata.partition, metadata.offset), None)
+            else:
+                on_delivery(None, KafkaCliError.wrap(err))
+
+        _call(
+            f"cannot produce to {topic!r}",
+            self._producer.produce,
+            topic,
+            value,
+            key=key,
+            partition=partition,
+            headers=list(headers) or None,
+            on_delivery=delivered,
+        )
 
     def poll(self, timeout: float = 0) -> None:
         self._producer.poll(timeout)
 
     def flush(self) -> int:
         """Waits for outstanding deliveries; returns how many never completed."""
-        deadline = time.monotonic() + self.timeout + 2
-        remaining = len(self._producer)
-        while remaining and time.monotonic() < deadline:
-            remaining = self._producer.flush(min(0.2, max(0.0, deadline - time.monotonic())))
+        remaining = self._producer.flush(self.timeout + 2)
+        self._producer.poll(0)
         return remaining
+
+    def close(self) -> None:
+        try:
+            self._producer.close(1.0)
+        except (KafkaError, TimeoutError, RuntimeError):
+            pass
 
 
 class Consumer:
     """Assign-mode consumer: no group membership, no offset commits."""
 
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        bootstrap: str = DEFAULT_BOOTSTRAP,
+        timeout: float = DEFAULT_TIMEOUT,
+        props: Mapping[str, str] | None = None,
+    ):
         self.timeout = timeout
-        config = _base_config(bootstrap, timeout)
-        config.update(
-            {
-                # librdkafka insists on a group id, but assign() never joins the
-                # group and nothing is committed.
-                "group.id": "muster-cli",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "error",
-                "enable.partition.eof": False,
-            }
-        )
-        self._consumer = confluent_kafka.Consumer(config)
+        config = client_config(bootstrap, timeout, props)
+        self.admin = _open_admin(dict(config))
+        config.update({"enable.auto.commit": False, "auto.offset.reset": "none"})
+        config.pop("group.id", None)
+        try:
+            self._consumer = _call("cannot reach the broker", mc_consumer.Consumer, config)
+        except BaseException:
+            self.admin.close()
+            raise
+        self._buffer: list[Any] = []
 
     def topic(self, name: str) -> TopicInfo:
-        for info in _topics_from_metadata(self._consumer, self.timeout):
-            if info.name == name:
-                if info.error:
-                    raise KafkaCliError(info.error, f"topic {name!r}")
-                return info
-        raise KafkaCliError("UNKNOWN_TOPIC_OR_PART", f"topic {name!r} does not exist")
+        return _find_topic(_topics_from_metadata(self.admin), name)
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        tp = TopicPartition(topic, partition)
+        low = _call(f"cannot read {topic}:{partition}", self.admin.list_offsets, {tp: "earliest"})
+        high = _call(f"cannot read {topic}:{partition}", self.admin.list_offsets, {tp: "latest"})
+        return int(low[tp]), int(high[tp])
 
     def assign(self, topic: str, partitions: Sequence[int], start: StartOffset) -> None:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        context = f"cannot assign {topic!r}"
+        _call(context, self._consumer.assign, tps)
         if start == "earliest":
-            offset = confluent_kafka.OFFSET_BEGINNING
+            _call(context, self._consumer.seek_to_beginning, tps)
         elif start == "latest":
-            offset = confluent_kafka.OFFSET_END
+            _call(context, self._consumer.seek_to_end, tps)
         else:
-            offset = int(start)
-        try:
-            self._consumer.assign([TopicPartition(topic, p, offset) for p in partitions])
-        except KafkaException as exc:
-            raise KafkaCliError.wrap(exc, f"cannot assign {topic!r}") from exc
+            for tp in tps:
+                _call(context, self._consumer.seek, tp, int(start))
 
     def poll(self, timeout: float) -> Record | None:
-        try:
-            msg = self._consumer.poll(timeout)
-        except KafkaException as exc:
-            raise KafkaCliError.wrap(exc) from exc
-        if msg is None:
-            return None
-        err = msg.error()
-        if err is not None:
-            if err.code() == KafkaError._PARTITION_EOF:
+        if not self._buffer:
+            self._buffer = list(_call("", self._consumer.poll, timeout))[::-1]
+            if not self._buffer:
                 return None
-            raise KafkaCliError(err.name(), err.str())
-        ts_type, ts = msg.timestamp()
+        r = self._buffer.pop()
         return Record(
-            topic=msg.topic(),
-            partition=msg.partition(),
-            offset=msg.offset(),
-            timestamp=None if ts_type == confluent_kafka.TIMESTAMP_NOT_AVAILABLE else ts,
-            key=msg.key(),
-            value=msg.value(),
-            headers=tuple(msg.headers() or ()),
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.offset,
+            timestamp=r.timestamp if r.timestamp >= 0 else None,
+            key=r.key,
+            value=r.value,
+            headers=tuple(r.headers or ()),
         )
 
     def close(self) -> None:
-        try:
-            self._consumer.close()
-        except (KafkaException, RuntimeError):
-            pass
+        for close in (lambda: self._consumer.close(autocommit=False), self.admin.close):
+            try:
+                close()
+            except (KafkaError, TimeoutError, RuntimeError):
+                pass
 
 
 # the consumer-group half lives in kafka_groups.py (which builds on this module)

@@ -5,15 +5,9 @@ used throughout, whatever the client reports."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import confluent_kafka
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import (
-    OffsetSpec,
-)
 
 from muster.cli.kafka import (
     DEFAULT_BOOTSTRAP,
@@ -23,8 +17,10 @@ from muster.cli.kafka import (
     KafkaCliError,
     Offsets,
     Record,
-    _result,
+    _call,
 )
+from muster.client.errors import KafkaError
+from muster.client.types import TopicPartition
 
 _GROUP_STATES = {
     "UNKNOWN": "Unknown",
@@ -70,126 +66,78 @@ class GroupDescription:
     type: str = ""  # "classic", "consumer" (KIP-848), or "" when unknown
 
 
-def _pairs(assignment: Any) -> tuple[TopicPartitionKey, ...]:
-    parts = assignment.topic_partitions if assignment else []
-    return tuple(sorted((tp.topic, tp.partition) for tp in parts))
-
-
 def _state_name(state: Any) -> str:
     name = getattr(state, "name", None) or str(state)
     return _GROUP_STATES.get(name.upper(), name)
 
 
-def _kafka_python_error(exc: BaseException, context: str) -> KafkaCliError:
-    """kafka-python errors carry Kafka's error name in `message`."""
-    name = getattr(exc, "message", None)
-    if isinstance(name, str) and name.isupper():
-        detail = getattr(exc, "description", "") or str(exc)
-        return KafkaCliError(name, f"{context}: {detail}" if context else detail)
-    detail = str(exc)
-    prefix = f"{type(exc).__name__}: "
-    if detail.startswith(prefix):
-        detail = detail[len(prefix) :]
-    return KafkaCliError(type(exc).__name__, f"{context}: {detail}" if context else detail)
-
-
 class GroupAdmin(Admin):
     """Consumer-group administration on top of `Admin` (list, describe,
-    offsets, reset, delete); OffsetDelete goes through kafka-python, which
-    confluent-kafka's AdminClient does not offer."""
+    offsets, reset, delete), all through muster's own admin client."""
 
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = DEFAULT_TIMEOUT):
-        super().__init__(bootstrap, timeout)
-        self._bootstrap = bootstrap
+    def __init__(
+        self,
+        bootstrap: str = DEFAULT_BOOTSTRAP,
+        timeout: float = DEFAULT_TIMEOUT,
+        props: Mapping[str, str] | None = None,
+    ):
+        super().__init__(bootstrap, timeout, props)
 
     def list_groups(self) -> list[GroupListing]:
-        try:
-            future = self._client.list_consumer_groups(request_timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, "cannot list groups") from exc
-        result = _result(future, self.timeout + 1, "cannot list groups")
-        if result.errors and not result.valid:
-            raise KafkaCliError.wrap(result.errors[0], "cannot list groups")
-        protocol_types = self._protocol_types()
+        groups = _call("cannot list groups", self._client.list_groups)
         listings = [
             GroupListing(
                 group_id=g.group_id,
-                state=_state_name(g.state),
-                protocol_type=protocol_types.get(
-                    g.group_id, "" if g.is_simple_consumer_group else None
-                ),
-                type=(getattr(g.type, "name", None) or str(g.type)).lower(),
+                state=_state_name(g.state) if g.state else "Unknown",
+                protocol_type=g.protocol_type,
+                type=g.group_type or ("classic" if g.protocol_type is not None else "unknown"),
             )
-            for g in result.valid
+            for g in groups
         ]
         return sorted(listings, key=lambda g: g.group_id)
 
-    def _protocol_types(self) -> dict[str, str]:
-        # ListGroups carries each group's protocol type, but confluent-kafka's
-        # list_consumer_groups() drops it; its older list_groups() keeps it.
-        import warnings
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                groups = self._client.list_groups(timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError, RuntimeError):
-            return {}
-        return {g.id: g.protocol_type for g in groups}
-
     def describe_group(self, group: str) -> GroupDescription:
-        try:
-            futures = self._client.describe_consumer_groups([group], request_timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, f"cannot describe group {group!r}") from exc
-        desc = _result(futures[group], self.timeout + 1, f"cannot describe group {group!r}")
+        context = f"cannot describe group {group!r}"
+        found = _call(context, self._client.describe_groups, [group])
+        desc = found.get(group)
+        if desc is None:
+            raise KafkaCliError("GROUP_ID_NOT_FOUND", f"{context}: no answer for it")
         members = tuple(
             GroupMember(
                 member_id=m.member_id,
                 client_id=m.client_id,
-                host=m.host,
+                host=m.client_host,
                 group_instance_id=m.group_instance_id,
-                assignment=_pairs(m.assignment),
-                target=None
-                if getattr(m, "target_assignment", None) is None
-                else _pairs(m.target_assignment),
+                assignment=tuple(sorted((tp.topic, tp.partition) for tp in m.assignment)),
             )
             for m in desc.members
         )
+        state = _state_name(desc.state)
+        try:
+            coordinator: int | None = self._client.find_coordinator(group)
+        except (KafkaError, TimeoutError, OSError):
+            coordinator = None
         return GroupDescription(
             group_id=desc.group_id,
-            state=_state_name(desc.state),
-            protocol=desc.partition_assignor or "",
-            is_simple=bool(desc.is_simple_consumer_group),
-            coordinator=desc.coordinator.id if desc.coordinator is not None else None,
+            state=state,
+            protocol=desc.protocol or "",
+            is_simple=not desc.protocol_type and state == "Empty",
+            coordinator=coordinator,
             members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
-            type=(getattr(desc.type, "name", "") or "").lower().replace("unknown", ""),
+            type="classic" if desc.protocol_type else "",
         )
 
     def committed_offsets(self, group: str) -> dict[TopicPartitionKey, int]:
         """Every committed offset of the group (OffsetFetch for all partitions)."""
-        try:
-            futures = self._client.list_consumer_group_offsets(
-                [confluent_kafka.ConsumerGroupTopicPartitions(group)],
-                request_timeout=self.timeout,
-            )
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, f"cannot fetch offsets of {group!r}") from exc
-        got = _result(futures[group], self.timeout + 1, f"cannot fetch offsets of {group!r}")
-        offsets = {}
-        for tp in got.topic_partitions or []:
-            if tp.error is not None:
-                raise KafkaCliError.wrap(tp.error, f"offset of {tp.topic}:{tp.partition}")
-            if tp.offset >= 0:
-                offsets[(tp.topic, tp.partition)] = tp.offset
-        return offsets
+        got = _call(f"cannot fetch offsets of {group!r}", self._client.list_group_offsets, group)
+        return {(tp.topic, tp.partition): int(o) for tp, o in got.items() if o >= 0}
 
     def log_offsets(
         self, partitions: Sequence[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, Offsets]:
         """Log-start and log-end offsets (ListOffsets earliest/latest)."""
-        start = self._list_offsets(partitions, OffsetSpec.earliest())
-        end = self._list_offsets(partitions, OffsetSpec.latest())
+        start = self.list_offsets(partitions, "earliest")
+        end = self.list_offsets(partitions, "latest")
         answer = {}
         for key in partitions:
             s, e = start.get(key), end.get(key)
@@ -205,7 +153,7 @@ class GroupAdmin(Admin):
         self, partitions: Sequence[TopicPartitionKey], timestamp_ms: int
     ) -> dict[TopicPartitionKey, int | None]:
         """The first offset with a timestamp >= `timestamp_ms`; None when no such record."""
-        got = self._list_offsets(partitions, OffsetSpec.for_timestamp(timestamp_ms))
+        got = self.list_offsets(partitions, int(timestamp_ms))
         answer: dict[TopicPartitionKey, int | None] = {}
         for key in partitions:
             value = got.get(key)
@@ -214,49 +162,15 @@ class GroupAdmin(Admin):
             answer[key] = value if isinstance(value, int) and value >= 0 else None
         return answer
 
-    def _list_offsets(
-        self, partitions: Sequence[TopicPartitionKey], spec: Any
-    ) -> dict[TopicPartitionKey, int | str]:
-        if not partitions:
-            return {}
-        try:
-            futures = self._client.list_offsets(
-                {TopicPartition(t, p): spec for t, p in partitions}, request_timeout=self.timeout
-            )
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, "cannot list log offsets") from exc
-        got: dict[TopicPartitionKey, int | str] = {}
-        for tp, future in futures.items():
-            try:
-                got[(tp.topic, tp.partition)] = _result(future, self.timeout + 1, "").offset
-            except KafkaCliError as err:
-                got[(tp.topic, tp.partition)] = str(err)
-        return got
-
     def alter_group_offsets(self, group: str, offsets: dict[TopicPartitionKey, int]) -> None:
         """Commits `offsets` for the group (OffsetCommit as an admin, generation -1)."""
-        request = confluent_kafka.ConsumerGroupTopicPartitions(
-            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        wanted = {TopicPartition(t, p): o for (t, p), o in sorted(offsets.items())}
+        _call(
+            f"cannot commit offsets of {group!r}", self._client.alter_group_offsets, group, wanted
         )
-        context = f"cannot commit offsets of {group!r}"
-        try:
-            futures = self._client.alter_consumer_group_offsets(
-                [request], request_timeout=self.timeout
-            )
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, context) from exc
-        got = _result(futures[group], self.timeout + 1, context)
-        for tp in got.topic_partitions or []:
-            if tp.error is not None:
-                raise KafkaCliError.wrap(tp.error, f"{context} ({tp.topic}:{tp.partition})")
 
     def delete_group(self, group: str) -> None:
-        context = f"cannot delete group {group!r}"
-        try:
-            futures = self._client.delete_consumer_groups([group], request_timeout=self.timeout)
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise KafkaCliError.wrap(exc, context) from exc
-        _result(futures[group], self.timeout + 1, context)
+        _call(f"cannot delete group {group!r}", self._client.delete_groups, [group])
 
     def delete_group_offsets(
         self, group: str, partitions: Sequence[TopicPartitionKey]
@@ -264,48 +178,36 @@ class GroupAdmin(Admin):
         """OffsetDelete: each partition's error name, None when deleted.
 
         A group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) raises."""
-        import kafka as kafka_python  # kafka-python: confluent-kafka has no OffsetDelete
-        import kafka.errors as kafka_python_errors
-
         context = f"cannot delete offsets of {group!r}"
-        ms = max(1000, int(self.timeout * 1000))
+        tps = [TopicPartition(t, p) for t, p in partitions]
         try:
-            admin = kafka_python.KafkaAdminClient(
-                bootstrap_servers=self._bootstrap,
-                client_id="muster-cli",
-                request_timeout_ms=ms,
-            )
-        except Exception as exc:
-            raise _kafka_python_error(exc, context) from exc
-        try:
-            got = admin.delete_group_offsets(
-                group, [kafka_python.TopicPartition(t, p) for t, p in partitions]
-            )
-        except Exception as exc:
-            raise _kafka_python_error(exc, context) from exc
-        finally:
-            admin.close()
-        answer: dict[TopicPartitionKey, str | None] = {}
-        for tp, error in got.items():
-            ok = error is kafka_python_errors.NoError
-            answer[(tp.topic, tp.partition)] = None if ok else error.message
-        return answer
+            got = self._client.delete_group_offsets(group, tps)
+        except KafkaError as exc:
+            per_partition = getattr(exc, "errors", None)
+            if not isinstance(per_partition, dict):
+                raise KafkaCliError.wrap(exc, context) from exc
+            got = per_partition
+        except (TimeoutError, OSError) as exc:
+            raise KafkaCliError.wrap(exc, context) from exc
+        return {
+            (tp.topic, tp.partition): None if error is None else error.name
+            for tp, error in got.items()
+        }
 
 
 def read_partition(
-    bootstrap: str, topic: str, partition: int, timeout: float = DEFAULT_TIMEOUT
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    timeout: float = DEFAULT_TIMEOUT,
+    props: Mapping[str, str] | None = None,
 ) -> list[Record]:
     """Every record of one partition, from log start to the high watermark
     at the time of the call (assign mode: no group, nothing committed)."""
-    consumer = Consumer(bootstrap, timeout)
+    consumer = Consumer(bootstrap, timeout, props)
     try:
         consumer.topic(topic)  # raises UNKNOWN_TOPIC_OR_PART when absent
-        try:
-            low, high = consumer._consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout
-            )
-        except KafkaException as exc:
-            raise KafkaCliError.wrap(exc, f"cannot read {topic}:{partition}") from exc
+        low, high = consumer.watermarks(topic, partition)
         records: list[Record] = []
         if high <= low:
             return records

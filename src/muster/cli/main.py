@@ -11,7 +11,8 @@ from typer.core import TyperOption
 
 from muster.cli import analyze, console, consume, demo, groups, produce, security, serve, topics
 
-_display_type = TyperOption.display_type_rich
+# typer before 0.2x has no display_type_rich (nor the placeholder to drop)
+_display_type = getattr(TyperOption, "display_type_rich", None)
 
 
 def _flag_without_placeholder(self: TyperOption, ctx: typer.Context) -> str | None:
@@ -19,10 +20,11 @@ def _flag_without_placeholder(self: TyperOption, ctx: typer.Context) -> str | No
     # a flag takes none, so it gets no placeholder.
     if getattr(self, "is_flag", False) and self.metavar is None:
         return None
-    return _display_type(self, ctx)
+    return _display_type(self, ctx) if _display_type else None
 
 
-TyperOption.display_type_rich = _flag_without_placeholder  # type: ignore[method-assign]
+if _display_type is not None:
+    TyperOption.display_type_rich = _flag_without_placeholder  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="muster",

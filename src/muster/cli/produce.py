@@ -18,8 +18,11 @@ from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
+    CommandConfigOption,
+    PropertyOption,
     RequestTimeoutOption,
     broker_errors,
+    client_props,
     err,
     fail,
     out,
@@ -101,6 +104,8 @@ def produce(
     ] = None,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Produce records to a topic and show the offsets they were written at."""
     if key is not None and key_separator is not None:
@@ -129,7 +134,9 @@ def produce(
         )
         with progress:
             task = progress.add_task(f"producing to {escape(topic)}", total=total)
-            producer = kafka.Producer(bootstrap, request_timeout)
+            producer = kafka.Producer(
+                bootstrap, request_timeout, client_props(command_config, properties)
+            )
             try:
                 for value in source:
                     record_key = key_bytes
@@ -158,15 +165,16 @@ def produce(
                 interrupted = True  # deliver what was already sent, then stop
             progress.update(task, description=f"waiting for {escape(topic)}")
             undelivered = producer.flush()
+            producer.close()
             progress.update(task, completed=len(tally.delivered))
 
     _report(topic, tally)
     if tally.failures:
         index, first = min(tally.failures, key=lambda f: f[0])
-        if first.name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC"):
+        if first.name.startswith(("UNKNOWN_TOPIC", "_UNKNOWN_TOPIC")):
             fail(
                 f"topic {topic!r} does not exist and the broker does not create topics "
-                f"on produce; create it first: muster topics create {topic}"
+                f"on produce; create it first: muster topics create {topic} -b {bootstrap}"
             )
         more = f" ({len(tally.failures)} records failed)" if len(tally.failures) > 1 else ""
         fail(f"{first.name}: record {index + 1} to {topic!r}: {first.message}{more}")

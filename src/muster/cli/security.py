@@ -1,32 +1,18 @@
 """`muster acls add|list|remove` and `muster users add|list|remove`, with
 kafka-acls.sh's and kafka-configs.sh's vocabulary.
 
-Both talk to a broker through confluent-kafka's AdminClient; a secured broker
-is reached with `--command-config FILE` (client properties, as Kafka's tools
-take them: security.protocol, sasl.mechanism, sasl.username, sasl.password,
-ssl.ca.location, ...).
+Both talk to a broker through muster's own admin client; a secured broker
+is reached with `--command-config FILE` and `-X key=value` (client properties,
+as Kafka's tools take them: security.protocol, sasl.mechanism, sasl.username,
+sasl.password, ssl.ca.location, ...).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
-    ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialDeletion,
-    UserScramCredentialUpsertion,
-)
 from rich.markup import escape
 from rich.table import Table
 
@@ -35,13 +21,26 @@ from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
+    CommandConfigOption,
+    JsonOption,
+    PropertyOption,
     RequestTimeoutOption,
     broker_errors,
+    client_props,
     fail,
     out,
+    print_json,
 )
-from muster.cli.kafka import KafkaCliError
-from muster.config import parse_properties_file
+from muster.cli.kafka import _call
+from muster.client import admin as mc_admin
+from muster.client.admin_security import (
+    OPERATIONS,
+    PATTERN_TYPES,
+    SCRAM_MECHANISMS,
+    AclBinding,
+    enum_id,
+    enum_name,
+)
 
 acls_app = typer.Typer(
     help="Add, list and remove ACLs (kafka-acls.sh).",
@@ -54,16 +53,6 @@ users_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-CommandConfig = Annotated[
-    Path | None,
-    typer.Option(
-        "--command-config",
-        metavar="FILE",
-        exists=True,
-        dir_okay=False,
-        help="Client properties for a secured broker (security.protocol, sasl.*, ssl.*).",
-    ),
-]
 Principals = Annotated[list[str] | None, typer.Option(metavar="User:NAME")]
 Hosts = Annotated[list[str] | None, typer.Option(metavar="HOST")]
 Operations = Annotated[
@@ -82,54 +71,47 @@ PatternOption = Annotated[
 
 
 def _admin(
-    bootstrap: str, timeout: float, command_config: Path | None
-) -> tuple[AdminClient, float]:
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "client.id": "muster-cli",
-        "logger": kafka._LOG,
-    }
+    bootstrap: str,
+    timeout: float,
+    command_config: Path | None,
+    properties: list[str] | None,
+) -> mc_admin.Admin:
+    with broker_errors():
+        return kafka.Admin(bootstrap, timeout, client_props(command_config, properties)).client
+
+
+def _enum(table: dict[str, int], text: str, what: str) -> str:
     try:
-        if command_config is not None:
-            config.update(parse_properties_file(command_config))
-        return AdminClient(config), timeout
-    except (ValueError, KafkaException) as exc:  # a bad property in the file
-        fail(f"--command-config {command_config}: {KafkaCliError.wrap(exc).message}")
-
-
-def _enum(kind: Any, text: str, what: str) -> Any:
-    key = text.replace("-", "").replace("_", "").upper()
-    for member in kind:
-        if member.name.replace("_", "") == key:
-            return member
-    fail(f"unknown {what} {text!r}")
+        return enum_name(table, enum_id(table, text, what))
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def _resources(
     topic: list[str] | None, group: list[str] | None, txn: list[str] | None, cluster: bool
-) -> list[tuple[ResourceType, str | None]]:
-    out_: list[tuple[ResourceType, str | None]] = []
-    out_ += [(ResourceType.TOPIC, n) for n in topic or ()]
-    out_ += [(ResourceType.GROUP, n) for n in group or ()]
-    out_ += [(ResourceType.TRANSACTIONAL_ID, n) for n in txn or ()]
+) -> list[tuple[str, str | None]]:
+    out_: list[tuple[str, str | None]] = []
+    out_ += [("TOPIC", n) for n in topic or ()]
+    out_ += [("GROUP", n) for n in group or ()]
+    out_ += [("TRANSACTIONAL_ID", n) for n in txn or ()]
     if cluster:
-        out_.append((ResourceType.BROKER, "kafka-cluster"))
+        out_.append(("CLUSTER", "kafka-cluster"))
     return out_
 
 
 def _bindings(
-    resources: list[tuple[ResourceType, str | None]],
-    pattern: ResourcePatternType,
+    resources: list[tuple[str, str | None]],
+    pattern: str,
     allow: list[str] | None,
     deny: list[str] | None,
     allow_host: list[str] | None,
     deny_host: list[str] | None,
-    operations: list[AclOperation],
+    operations: list[str],
 ) -> list[AclBinding]:
     out_ = []
     for perm, principals, hosts in (
-        (AclPermissionType.ALLOW, allow or [], allow_host or ["*"]),
-        (AclPermissionType.DENY, deny or [], deny_host or ["*"]),
+        ("ALLOW", allow or [], allow_host or ["*"]),
+        ("DENY", deny or [], deny_host or ["*"]),
     ):
         for rtype, name in resources:
             for principal in principals:
@@ -152,22 +134,23 @@ def acls_add(
     cluster: Annotated[bool, typer.Option("--cluster")] = False,
     resource_pattern_type: PatternOption = "literal",
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Add ACLs: every principal x host x operation x resource given."""
-    ops = [_enum(AclOperation, o, "operation") for o in operation or ["All"]]
-    pattern = _enum(ResourcePatternType, resource_pattern_type, "pattern type")
+    ops = [_enum(OPERATIONS, o, "operation") for o in operation or ["All"]]
+    pattern = _enum(PATTERN_TYPES, resource_pattern_type, "pattern type")
     resources = _resources(topic, group, transactional_id, cluster)
     if not resources or not (allow_principal or deny_principal):
         fail("give a resource (--topic, --group, --transactional-id, --cluster) and a principal")
     bindings = _bindings(
         resources, pattern, allow_principal, deny_principal, allow_host, deny_host, ops
     )
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     with broker_errors():
-        for binding, future in admin.create_acls(bindings, request_timeout=timeout).items():
-            kafka._result(future, timeout, "add ACL")
+        _call("add ACL", admin.create_acls, bindings)
+        for binding in bindings:
             out().print(f"added {escape(_describe(binding))}")
 
 
@@ -179,12 +162,12 @@ def _filter(
     pattern: str,
     principal: str | None,
     operation: list[str] | None,
-) -> list[AclBindingFilter]:
-    resources = _resources(topic, group, txn, cluster) or [(ResourceType.ANY, None)]
-    ptype = _enum(ResourcePatternType, pattern, "pattern type")
-    ops = [_enum(AclOperation, o, "operation") for o in operation or ["Any"]]
+) -> list[AclBinding]:
+    resources = _resources(topic, group, txn, cluster) or [("ANY", None)]
+    ptype = _enum(PATTERN_TYPES, pattern, "pattern type")
+    ops = [_enum(OPERATIONS, o, "operation") for o in operation or ["Any"]]
     return [
-        AclBindingFilter(rtype, name, ptype, principal, None, op, AclPermissionType.ANY)
+        AclBinding(rtype, name, ptype, principal, None, op, "ANY")
         for rtype, name in resources
         for op in ops
     ]
@@ -192,8 +175,8 @@ def _filter(
 
 def _describe(b: AclBinding) -> str:
     return (
-        f"{b.permission_type.name} {b.principal} from {b.host} {b.operation.name} on "
-        f"{b.restype.name} {b.resource_pattern_type.name.lower()} {b.name!r}"
+        f"{b.permission} {b.principal} from {b.host} {b.operation} on "
+        f"{b.resource_type} {b.pattern_type.lower()} {b.name!r}"
     )
 
 
@@ -206,28 +189,33 @@ def acls_list(
     principal: Annotated[str | None, typer.Option(metavar="User:NAME")] = None,
     resource_pattern_type: PatternOption = "any",
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List ACLs (all, or those matching the resources and principal given)."""
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     table = Table("permission", "principal", "host", "operation", "resource", "pattern", "name")
+    found: list[AclBinding] = []
     with broker_errors():
         for f in _filter(
             topic, group, transactional_id, cluster, resource_pattern_type, principal, None
         ):
-            for b in kafka._result(
-                admin.describe_acls(f, request_timeout=timeout), timeout, "list ACLs"
-            ):
+            for b in _call("list ACLs", admin.describe_acls, f):
+                found.append(b)
                 table.add_row(
-                    b.permission_type.name,
+                    b.permission,
                     b.principal,
                     b.host,
-                    b.operation.name,
-                    b.restype.name,
-                    b.resource_pattern_type.name.lower(),
+                    b.operation,
+                    b.resource_type,
+                    b.pattern_type.lower(),
                     b.name,
                 )
+    if as_json:
+        print_json(found)
+        return
     out().print(table)
 
 
@@ -241,20 +229,20 @@ def acls_remove(
     operation: Operations = None,
     resource_pattern_type: PatternOption = "literal",
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Remove the ACLs matching the resources, principal and operations given."""
     if not (topic or group or transactional_id or cluster or principal):
         fail("give a resource or --principal (removing every ACL is not done by accident)")
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     filters = _filter(
         topic, group, transactional_id, cluster, resource_pattern_type, principal, operation
     )
     with broker_errors():
-        for future in admin.delete_acls(filters, request_timeout=timeout).values():
-            for b in kafka._result(future, timeout, "remove ACLs"):
-                out().print(f"removed {escape(_describe(b))}")
+        for b in _call("remove ACLs", admin.delete_acls, filters):
+            out().print(f"removed {escape(_describe(b))}")
 
 
 Mechanism = Annotated[str, typer.Option("--mechanism", help="SCRAM-SHA-256 or SCRAM-SHA-512")]
@@ -267,35 +255,43 @@ def users_add(
     mechanism: Mechanism = "SCRAM-SHA-512",
     iterations: Annotated[int, typer.Option(min=4096, max=16384)] = 8192,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Create or update a SCRAM user (the broker keeps a salted hash only)."""
-    mech = _enum(ScramMechanism, mechanism, "mechanism")
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
-    upsert = UserScramCredentialUpsertion(
-        name, ScramCredentialInfo(mech, iterations), password.encode()
-    )
+    mech = _enum(SCRAM_MECHANISMS, mechanism, "mechanism")
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     with broker_errors():
-        for future in admin.alter_user_scram_credentials([upsert]).values():
-            kafka._result(future, timeout, f"add user {name}")
+        _call(f"add user {name}", admin.upsert_scram_user, name, mech, password, iterations)
     out().print(f"user {escape(name)}: {mechanism}, {iterations} iterations")
 
 
 @users_app.command("list")
 def users_list(
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List SCRAM users and their mechanisms."""
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     table = Table("user", "mechanism", "iterations")
     with broker_errors():
-        described = kafka._result(admin.describe_user_scram_credentials(), timeout, "list users")
-        for user, desc in sorted(described.items()):
-            for info in desc.scram_credential_infos:
-                table.add_row(user, info.mechanism.name.replace("_", "-"), str(info.iterations))
+        described = _call("list users", admin.describe_scram_users)
+        if as_json:
+            print_json(
+                [
+                    {"user": u, "mechanism": m, "iterations": i}
+                    for u, creds in sorted(described.items())
+                    for m, i in creds
+                ]
+            )
+            return
+        for user, credentials in sorted(described.items()):
+            for mech, iterations in credentials:
+                table.add_row(user, mech, str(iterations))
     out().print(table)
 
 
@@ -304,14 +300,13 @@ def users_remove(
     name: Annotated[str, typer.Argument(metavar="NAME")],
     mechanism: Mechanism = "SCRAM-SHA-512",
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
-    command_config: CommandConfig = None,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Remove a user's SCRAM credential for one mechanism."""
-    mech = _enum(ScramMechanism, mechanism, "mechanism")
-    admin, timeout = _admin(bootstrap, request_timeout, command_config)
-    deletion = UserScramCredentialDeletion(name, mech)
+    mech = _enum(SCRAM_MECHANISMS, mechanism, "mechanism")
+    admin = _admin(bootstrap, request_timeout, command_config, properties)
     with broker_errors():
-        for future in admin.alter_user_scram_credentials([deletion]).values():
-            kafka._result(future, timeout, f"remove user {name}")
+        _call(f"remove user {name}", admin.delete_scram_user, name, mech)
     out().print(f"removed {escape(name)} ({mechanism})")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from pathlib import Path
 from typing import Annotated
 
@@ -27,20 +29,60 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def properties_epilog() -> str:
-    """Documents every property of `muster.config.PROPERTIES` (rich markup)."""
-    lines = [
-        "[bold]Broker properties[/bold] (use in --config FILE as name=value, "
-        "or on the command line as --set name=value):",
-        "",
-    ]
+# `muster serve --help` lists the properties by area: the first prefix that
+# matches a name decides (the order of areas is the order shown).
+AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Broker and listeners", ("node.id", "listeners", "advertised.", "cluster.id")),
+    ("Topics and requests",
+     ("auto.create.", "num.partitions", "default.repl", "message.", "socket.")),
+    ("Log storage and retention", ("log.",)),
+    ("Connections", ("connections.max.idle", "max.")),
+    ("Consumer groups and offsets", ("group.", "offsets.")),
+    ("Transactions", ("transaction.",)),
+    ("Security: listeners, TLS, SASL, ACLs", ("listener.", "inter.", "controller.", "security.",
+     "sasl.", "ssl.", "connections.max.reauth", "authorizer.", "super.users", "allow.")),
+    ("muster's own", ("muster.",)),
+)  # fmt: skip
+
+
+def area_of(name: str) -> str:
+    for area, prefixes in AREAS:
+        if any(name.startswith(p) for p in prefixes):
+            return area
+    return "Other"
+
+
+def _width() -> int:
+    # typer's rich console pads the epilog by one column each side
+    return max(60, min(shutil.get_terminal_size((100, 24)).columns, 120) - 2)
+
+
+def properties_epilog(width: int | None = None) -> str:
+    """Documents every property of `muster.config.PROPERTIES` by area (rich
+    markup), each wrapped to the terminal with its continuation lines indented."""
+    width = width or _width()
+    by_area: dict[str, list[str]] = {}
     for prop in PROPERTIES:
-        lines.append(
-            f"[bold cyan]{escape(prop.name)}[/] [dim]({prop.kind.__name__}, "
-            f"default: {escape(_show(prop.default))})[/dim]"
+        head = f"{prop.name} ({prop.kind.__name__}, default: {_show(prop.default)}): "
+        lines = textwrap.wrap(
+            head + prop.doc,
+            width,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_long_words=False,  # a long default stays whole (rich folds it)
+            break_on_hyphens=False,
         )
-        lines.append(f"    {escape(prop.doc)}")
-    return "\n".join(lines)
+        first, _, rest = lines[0].partition(prop.name)
+        lines[0] = f"{first}[bold cyan]{escape(prop.name)}[/]{escape(rest)}"
+        lines[1:] = [escape(line) for line in lines[1:]]
+        by_area.setdefault(area_of(prop.name), []).extend(lines)
+    out = [
+        "[bold]Broker properties[/bold], for --config FILE or --set name=value:",
+    ]
+    for area in [a for a, _ in AREAS] + ["Other"]:
+        if area in by_area:
+            out += ["", f"[bold]{area}[/bold]", *by_area[area]]
+    return "\n".join(out)
 
 
 def parse_listen(value: str | None) -> str | None:

@@ -1,7 +1,7 @@
 """`muster serve`'s body, and its fast path: no typer, rich or client imports.
 
 A broker's start is measured to the first accepted connection, and the full
-`muster` CLI (typer, rich, confluent-kafka for the client commands, the
+`muster` CLI (typer, rich, muster's client for the client commands, the
 analytics) costs more to import than the broker takes to open an empty data
 directory. `fast_serve` parses the options `muster serve` takes in their
 plain forms; anything else (--help, a bad value, an option it does not know)
@@ -65,7 +65,9 @@ def run_serve(
         _fail("the broker (muster.server.broker) is not available in this installation")
 
     from muster.log.port import UnreadableLogError
+    from muster.repeat_filter import setup_logging
 
+    setup_logging(config["muster.log.level"])
     try:
         if config["muster.console.listen"]:
             from muster.cli.console import run_broker_with_console

@@ -13,11 +13,16 @@ from muster.cli._common import (
     BOOTSTRAP_DEFAULT,
     REQUEST_TIMEOUT_DEFAULT,
     BootstrapOption,
+    CommandConfigOption,
+    JsonOption,
+    PropertyOption,
     RequestTimeoutOption,
     broker_errors,
+    client_props,
     err,
     out,
     parse_pairs,
+    print_json,
 )
 
 app = typer.Typer(
@@ -52,11 +57,13 @@ def create(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Create a topic."""
     settings = dict(parse_pairs(configs or (), "--config"))
     with broker_errors():
-        admin = kafka.Admin(bootstrap, request_timeout)
+        admin = kafka.Admin(bootstrap, request_timeout, client_props(command_config, properties))
         try:
             admin.create_topic(name, partitions, replication_factor, settings)
         except kafka.KafkaCliError as exc:
@@ -76,12 +83,20 @@ def list_(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List topics and their partition counts."""
     with broker_errors():
-        topics = kafka.Admin(bootstrap, request_timeout).list_topics()
+        topics = kafka.Admin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        ).list_topics()
     if exclude_internal:
         topics = [t for t in topics if not t.internal]
+    if as_json:
+        print_json(topics)
+        return
     if not topics:
         err().print("No topics.")
         return
@@ -107,10 +122,18 @@ def describe(
     name: TopicArg,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a topic's partitions (leader, replicas, log-start/end offsets) and configs."""
     with broker_errors():
-        desc = kafka.Admin(bootstrap, request_timeout).describe_topic(name)
+        desc = kafka.Admin(
+            bootstrap, request_timeout, client_props(command_config, properties)
+        ).describe_topic(name)
+    if as_json:
+        print_json(desc)
+        return
     console = out()
     parts = Table(title=f"Topic {escape(name)}", title_justify="left")
     for column in ("Partition", "Leader", "Replicas", "ISR", "Log start", "Log end", "Messages"):
@@ -171,11 +194,15 @@ def delete(
     ] = False,
     bootstrap: BootstrapOption = BOOTSTRAP_DEFAULT,
     request_timeout: RequestTimeoutOption = REQUEST_TIMEOUT_DEFAULT,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
 ) -> None:
     """Delete a topic and all its data."""
     with broker_errors():
         try:
-            kafka.Admin(bootstrap, request_timeout).delete_topic(name)
+            kafka.Admin(
+                bootstrap, request_timeout, client_props(command_config, properties)
+            ).delete_topic(name)
         except kafka.KafkaCliError as exc:
             if if_exists and exc.name.startswith("UNKNOWN_TOPIC"):
                 err().print(f"Topic [bold]{escape(name)}[/] does not exist.")

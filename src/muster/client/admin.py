@@ -12,7 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from muster.client import admin_info, admin_security
 from muster.client._runner import LoopThread
+from muster.client.admin_info import ConfigEntry, TopicMetadata
+from muster.client.admin_security import AclBinding
 from muster.client.config import Config
 from muster.client.config import isolation_level as isolation_level_of
 from muster.client.errors import KafkaError, error_for
@@ -50,7 +53,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
-    group_type: str = ""  # classic, consumer, share (ListGroups v5); "" from older brokers
+    group_type: str = ""  # classic, consumer, share (ListGroups v5+, lowercased); "" when not told
 
 
 @dataclass(frozen=True)
@@ -109,13 +112,21 @@ class AIOAdmin:
             return await self.cluster.connection(self.cluster.controller_id)
         return await self.cluster.any_connection()
 
-    async def _coordinator(self, group_id: str) -> Connection:
+    async def _find_coordinator(self, group_id: str) -> Any:
         response = await self.cluster.send_any(
             FIND_COORDINATOR, {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
         )
         entry = response.coordinators[0] if getattr(response, "coordinators", None) else response
         if int(entry.error_code) != 0:
             raise error_for(int(entry.error_code), f"FindCoordinator {group_id}")
+        return entry
+
+    async def find_coordinator(self, group_id: str) -> int:
+        """The node id of the group's coordinator (FindCoordinator)."""
+        return int((await self._find_coordinator(group_id)).node_id)
+
+    async def _coordinator(self, group_id: str) -> Connection:
+        entry = await self._find_coordinator(group_id)
         return await self.cluster.coordinator_connection(
             int(entry.node_id), str(entry.host), int(entry.port)
         )
@@ -208,6 +219,39 @@ class AIOAdmin:
         }
         return await self.cluster.list_offsets(wanted, isolation_level_of(isolation_level))
 
+    async def describe_topics(self) -> list[TopicMetadata]:
+        """Every topic with its partitions' leader, replicas and ISR."""
+        return await admin_info.describe_topics(self.cluster)
+
+    async def describe_configs(
+        self, name: str, resource_type: int = admin_info.RESOURCE_TOPIC
+    ) -> list[ConfigEntry]:
+        """A topic's (or a broker's, resource_type=4) configs: DescribeConfigs."""
+        return await admin_info.describe_configs(self.cluster, resource_type, name)
+
+    # ------------------------------------------------------------ ACLs, SCRAM users
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        await admin_security.create_acls(self.cluster, bindings)
+
+    async def describe_acls(self, filter_: AclBinding) -> list[AclBinding]:
+        return await admin_security.describe_acls(self.cluster, filter_)
+
+    async def delete_acls(self, filters: Iterable[AclBinding]) -> list[AclBinding]:
+        """Deletes every ACL matching a filter; returns the deleted ones."""
+        return await admin_security.delete_acls(self.cluster, filters)
+
+    async def describe_scram_users(self) -> dict[str, list[tuple[str, int]]]:
+        return await admin_security.describe_scram_users(self.cluster)
+
+    async def upsert_scram_user(
+        self, user: str, mechanism: str, password: str, iterations: int = 8192
+    ) -> None:
+        await admin_security.upsert_scram_user(self.cluster, user, mechanism, password, iterations)
+
+    async def delete_scram_user(self, user: str, mechanism: str) -> None:
+        await admin_security.delete_scram_user(self.cluster, user, mechanism)
+
     # ------------------------------------------------------------ groups
 
     async def list_groups(self) -> list[GroupListing]:
@@ -224,7 +268,7 @@ class AIOAdmin:
                         g.group_id,
                         g.protocol_type,
                         getattr(g, "group_state", "") or "",
-                        getattr(g, "group_type", "") or "",
+                        (getattr(g, "group_type", "") or "").lower(),
                     )
                 )
         return out
@@ -389,6 +433,37 @@ class Admin:
         self, specs: Mapping[Any, int | str], isolation_level: int | str = "read_uncommitted"
     ) -> dict[TopicPartition, int]:
         return self._run(self._aio.list_offsets(specs, isolation_level))
+
+    def describe_topics(self) -> list[TopicMetadata]:
+        return self._run(self._aio.describe_topics())
+
+    def describe_configs(
+        self, name: str, resource_type: int = admin_info.RESOURCE_TOPIC
+    ) -> list[ConfigEntry]:
+        return self._run(self._aio.describe_configs(name, resource_type))
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        self._run(self._aio.create_acls(list(bindings)))
+
+    def describe_acls(self, filter_: AclBinding) -> list[AclBinding]:
+        return self._run(self._aio.describe_acls(filter_))
+
+    def delete_acls(self, filters: Iterable[AclBinding]) -> list[AclBinding]:
+        return self._run(self._aio.delete_acls(list(filters)))
+
+    def describe_scram_users(self) -> dict[str, list[tuple[str, int]]]:
+        return self._run(self._aio.describe_scram_users())
+
+    def upsert_scram_user(
+        self, user: str, mechanism: str, password: str, iterations: int = 8192
+    ) -> None:
+        self._run(self._aio.upsert_scram_user(user, mechanism, password, iterations))
+
+    def delete_scram_user(self, user: str, mechanism: str) -> None:
+        self._run(self._aio.delete_scram_user(user, mechanism))
+
+    def find_coordinator(self, group_id: str) -> int:
+        return self._run(self._aio.find_coordinator(group_id))
 
     def list_groups(self) -> list[GroupListing]:
         return self._run(self._aio.list_groups())

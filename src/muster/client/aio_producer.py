@@ -100,6 +100,13 @@ class AIOProducer:
             raise ConfigError(f"enable.idempotence requires {key}=1")
         self.request_timeout_ms = c.int("request.timeout.ms")
         self.delivery_timeout_s = c.int("delivery.timeout.ms") / 1000
+        # librdkafka's topic.metadata.propagation.max.ms: how long a record for a
+        # topic the broker does not know waits for it to appear (unset: up to
+        # delivery.timeout.ms, 60 s at most)
+        propagation = c.get("topic.metadata.propagation.max.ms")
+        self.unknown_topic_s = min(
+            self.delivery_timeout_s, 60 if propagation is None else int(propagation) / 1000
+        )
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
         self.cluster = Cluster(
             c.str("bootstrap.servers"),
@@ -357,7 +364,7 @@ class AIOProducer:
         for entry in todo:
             meta = topics.get(entry.topic)
             if meta is None:
-                if now - entry.created > min(self.delivery_timeout_s, 60):
+                if now - entry.created > self.unknown_topic_s:
                     self._resolve(entry, error_for(3, f"no metadata for topic {entry.topic}"))
                 else:
                     self._waiting_metadata.append(entry)

@@ -57,18 +57,23 @@ CLIENT_MAX: dict[int, int] = {
     13: 5,  # LeaveGroup
     14: 5,  # SyncGroup
     15: 5,  # DescribeGroups
-    16: 5,  # ListGroups (v5: group types)
+    16: 5,  # ListGroups (v5: group_type)
     17: 1,  # SaslHandshake
     18: 3,  # ApiVersions
     19: 7,  # CreateTopics
     20: 5,  # DeleteTopics
     22: 4,  # InitProducerId
-    32: 4,  # DescribeConfigs (the console's topic configs)
+    29: 3,  # DescribeAcls (admin_security)
+    30: 3,  # CreateAcls
+    31: 3,  # DeleteAcls
+    32: 4,  # DescribeConfigs (admin_info, the console's topic configs)
     35: 4,  # DescribeLogDirs (the console's partition sizes)
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
+    50: 0,  # DescribeUserScramCredentials (admin_security)
+    51: 0,  # AlterUserScramCredentials
     68: 1,  # ConsumerGroupHeartbeat (group.protocol=consumer only)
     69: 1,  # ConsumerGroupDescribe (the console's consumer groups)
 }

@@ -1,6 +1,6 @@
 """`muster demo`: the whole system on its embedded defaults, driven by real clients.
 
-The broker starts in this process; confluent-kafka produces orders; a consumer
+The broker starts in this process; muster's own client produces orders; a consumer
 group forms and churns (a member joins, one leaves, one is SIGKILLed); a Spark
 Structured Streaming job aggregates the topic into Parquet through muster's
 data source; the rebalance/lag analytics write Parquet tables and an HTML

@@ -10,8 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
+from muster.client import Consumer, TopicPartition
 from muster.demo.settings import GROUP, TOPIC, member_config
 
 
@@ -40,9 +39,7 @@ class Member:
         consumer.subscribe([TOPIC], on_assign=on_assign)
         try:
             while not self._stop.is_set():
-                msg = consumer.poll(0.2)
-                if msg is not None and not msg.error():
-                    self.consumed += 1
+                self.consumed += len(consumer.poll(0.2))
         finally:
             consumer.close()  # commits, then LeaveGroup: a clean departure
 

@@ -7,11 +7,10 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.progress import Progress
 
+from muster.client import Admin, KafkaError, NewTopic, Producer
 from muster.demo.settings import EVENTS, PARTITIONS, TOPIC, TRICKLE_PER_SECOND, client_config
 
 
@@ -22,14 +21,14 @@ def _order(i: int) -> tuple[bytes, bytes]:
 
 
 def create_topic(bootstrap: str, console: Console) -> None:
-    admin = AdminClient(client_config(bootstrap))
-    fut = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC]
-    try:
-        fut.result(15)
-        console.print(f"created topic [bold]{TOPIC}[/] with {PARTITIONS} partitions")
-    except KafkaException as exc:
-        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-            raise
+    with Admin(client_config(bootstrap)) as admin:
+        try:
+            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
+            console.print(f"created topic [bold]{TOPIC}[/] with {PARTITIONS} partitions")
+            return
+        except KafkaError as exc:
+            if exc.name != "TOPIC_ALREADY_EXISTS":
+                raise
         console.print(f"topic [bold]{TOPIC}[/] exists already (data dir kept from an earlier run)")
 
 
@@ -47,6 +46,7 @@ def produce_burst(bootstrap: str, console: Console) -> None:
                 producer.poll(0)
                 progress.update(task, completed=i)
         producer.flush(60)
+        producer.close()
         progress.update(task, completed=EVENTS)
     if errors:
         raise RuntimeError(f"{len(errors)} deliveries failed: {errors[0]}")
@@ -85,8 +85,7 @@ class OrderTrickle:
             self._producer.poll(0)
             time.sleep(tick)
         self._producer.flush(30)
-        # librdkafka keeps reconnecting until the handle is destroyed, even after the demo
-        del self._producer
+        self._producer.close()
 
     def stop(self) -> None:
         self._stop.set()

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from rich.console import Console
 from rich.table import Table
 
+from muster.analytics.session import jvm_stderr_to
 from muster.config import BrokerConfig
+from muster.demo.heartbeat import step
 from muster.demo.members import Member, MemberProcess
 from muster.demo.orders import OrderTrickle, create_topic, produce_burst
 from muster.demo.settings import GROUP, PARTITIONS, SPARK_GROUP, TOPIC
@@ -116,14 +116,14 @@ def churn_group(bootstrap: str, console: Console) -> None:
 
 def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
     from muster.analytics.job import run_analysis
-    from muster.analytics.session import start_session
+    from muster.analytics.session import start_session, stop_session
     from muster.cli.analyze import print_summary
     from muster.demo.pipeline import run_revenue_job
 
-    with console.status("starting Spark (local[2])"):
+    with step(console, "starting Spark (local[2])"):
         spark, _started = start_session("local[2]", "muster-demo")
     try:
-        with console.status("Spark Structured Streaming: orders topic -> Parquet"):
+        with step(console, "Spark Structured Streaming: orders topic -> Parquet"):
             result = run_revenue_job(spark, bootstrap, out_dir / "pipeline")
         table = Table()
         for column in ("customer", "orders", "revenue"):
@@ -135,12 +135,23 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
             f"the streaming job read {result.orders} orders in {result.batches} micro-batches "
             f"into {result.orders_path}; it committed its progress to group {SPARK_GROUP}"
         )
-        analysis = run_analysis(
-            spark, bootstrap, out_dir / "analysis", groups=[GROUP, SPARK_GROUP], progress=console
-        )
+        with (
+            step(console, "rebalance and lag analytics on Spark")
+            if not console.is_terminal
+            else contextlib.nullcontext()
+        ):
+            analysis = run_analysis(
+                spark,
+                bootstrap,
+                out_dir / "analysis",
+                groups=[GROUP, SPARK_GROUP],
+                progress=console if console.is_terminal else None,
+            )
         print_summary(analysis)
     finally:
-        spark.stop()
+        # the analysis is done: end Spark's JVM too, not only the session, so a
+        # demo that keeps serving holds the broker's memory only
+        stop_session(spark)
 
 
 def run(
@@ -171,7 +182,7 @@ def run(
         console.print(f"{trickle.produced} more orders were produced while the group churned")
         spark_log = out_dir / "spark.log"
         console.print(f"Spark's own log goes to {spark_log}", soft_wrap=True)
-        with stderr_to(spark_log):
+        with jvm_stderr_to(spark_log):  # Spark's JVM inherits fd 2
             run_spark_stage(bootstrap, out_dir, console)
         look_further = [
             ("the report: rebalances by cause, lag curves", f"open {out_dir}/analysis/report.html"),
@@ -224,19 +235,3 @@ def fresh_data_dir(data_dir: Path, keep: bool) -> str:
     data_dir.mkdir(parents=True)
     (data_dir / DEMO_MARKER).write_text("made by `muster demo`, which empties it on its next run\n")
     return f"{fresh} {data_dir}/ (--keep-data keeps an earlier run's data)"
-
-
-@contextlib.contextmanager
-def stderr_to(path: Path) -> Iterator[None]:
-    """Sends file descriptor 2 to PATH meanwhile. The Spark JVM started inside
-    inherits it, so its warnings land in the file, not in the demo's output."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)

@@ -1,18 +1,8 @@
 """Names and sizes the demo's parts share."""
 
-import logging
-
-# librdkafka writes its own log lines (reconnects, "Purging unserved events"
-# at shutdown) straight to stderr, into the middle of the demo's tables; the
-# demo's clients report failures through their results instead.
-QUIET = logging.getLogger("muster.demo.librdkafka")
-QUIET.addHandler(logging.NullHandler())
-QUIET.propagate = False
-
-
 def client_config(bootstrap: str, **settings: object) -> dict[str, object]:
-    """confluent-kafka settings every demo client starts from."""
-    return {"bootstrap.servers": bootstrap, "logger": QUIET, **settings}
+    """Settings every demo client (muster's own client) starts from."""
+    return {"bootstrap.servers": bootstrap, **settings}
 
 
 TOPIC = "demo.orders"
@@ -26,7 +16,7 @@ MEMBER_SESSION_TIMEOUT_MS = 6000
 
 
 def member_config(bootstrap: str, group: str, name: str) -> dict[str, object]:
-    """confluent-kafka settings of every demo group member, thread or process."""
+    """Client settings of every demo group member, thread or process."""
     return {
         **client_config(bootstrap),
         "group.id": group,

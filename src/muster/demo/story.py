@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
+from muster.client import Consumer, TopicPartition
 from muster.coordinator.events import EVENTS_TOPIC
 from muster.demo.settings import GROUP, client_config
 
@@ -17,20 +16,22 @@ def rebalance_story(bootstrap: str) -> list[tuple[str, str, str, str, str]]:
     consumer = Consumer(
         client_config(bootstrap, **{"group.id": "muster-demo-reader", "enable.auto.commit": False})
     )
-    consumer.assign([TopicPartition(EVENTS_TOPIC, 0, 0)])
+    events = TopicPartition(EVENTS_TOPIC, 0)
+    consumer.assign([events])
+    consumer.seek(events, 0)
     lines: list[tuple[str, str, str, str, str]] = []
     try:
-        _low, high = consumer.get_watermark_offsets(TopicPartition(EVENTS_TOPIC, 0), timeout=10)
+        high = consumer.list_offsets({events: -1}, timeout=10)[events]
         seen = 0
         while seen < high:
-            batch = consumer.consume(500, 1.0)
+            batch = consumer.poll(1.0)
             if not batch:
                 break
             for msg in batch:
-                seen = msg.offset() + 1
-                if msg.error() or msg.key() != GROUP.encode():
+                seen = msg.offset + 1
+                if msg.key != GROUP.encode() or msg.value is None:
                     continue
-                event: dict[str, Any] = json.loads(msg.value())
+                event: dict[str, Any] = json.loads(msg.value)
                 if event["type"] == "RebalanceCompleted":
                     lines.append(
                         (

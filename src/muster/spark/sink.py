@@ -1,11 +1,9 @@
 """The `muster` data source's writers (batch and streaming), at-least-once.
 
-Each task produces its rows with confluent-kafka (acks=all), flushes, and
-returns its commit message only once every delivery report came back without
-an error: a failed delivery fails the task, and Spark retries or fails the job.
-confluent-kafka rather than muster's Producer: a writer task is bound by the
-per-record cost of producing, which librdkafka pays in C, and the sink then
-depends on nothing that is being reworked in this tree.
+Each task produces its rows with muster's own Producer (acks=all), flushes,
+and returns its commit message only once every delivery report came back
+without an error: a failed delivery fails the task, and Spark retries or fails
+the job. No third-party Kafka client is needed.
 """
 
 from __future__ import annotations
@@ -112,7 +110,7 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def produce_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Delivered:
-    from confluent_kafka import Producer
+    from muster.client.producer import Producer
 
     conf: dict[str, Any] = {
         "linger.ms": 5,
@@ -164,6 +162,7 @@ def produce_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Deliver
         if failures:
             break
     remaining = producer.flush(_FLUSH_S)
+    producer.close(1.0)
     if failures or remaining or delivered != sent:
         first = failures[0] if failures else f"{remaining} records unacknowledged"
         raise DeliveryError(

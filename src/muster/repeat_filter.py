@@ -1,0 +1,58 @@
+"""Rate-limited logging for `muster serve`: the same INFO or WARNING line
+(same logger, level and message template, whatever its arguments) is let
+through at most once per window; the next one after the window says how many
+were held back. A client retrying a request (e.g. Metadata for a topic that
+does not exist, several times a second) then costs one line per window, not
+one per retry. DEBUG (every request, on purpose) and ERROR lines pass as they
+are."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+
+WINDOW_S = 10.0
+_PLACEHOLDERS = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrifgx%]")
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class RepeatFilter(logging.Filter):
+    def __init__(self, window_s: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
+        super().__init__()
+        self.window_s = window_s
+        self.clock = clock
+        # (logger, level, template) -> [when the last one went out, how many held back since]
+        self._seen: dict[tuple[str, int, str], list[float]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno not in (logging.INFO, logging.WARNING):
+            return True
+        template = str(record.msg)
+        if not _PLACEHOLDERS.sub("", template).strip():  # log.warning("%s", line): the line
+            template = record.getMessage()
+        key = (record.name, record.levelno, template)
+        now = self.clock()
+        entry = self._seen.get(key)
+        if entry is not None and now - entry[0] < self.window_s:
+            entry[1] += 1
+            return False
+        held = int(entry[1]) if entry is not None else 0
+        self._seen[key] = [now, 0]
+        if held:
+            record.msg = (
+                f"{record.msg} [{held} more like this in the last {self.window_s:g} s not shown]"
+            )
+        return True
+
+
+def setup_logging(level: str = "INFO", window_s: float = WINDOW_S) -> None:
+    """The broker's log format on stderr, with repeats rate-limited. Done
+    before the broker starts, whose own logging.basicConfig then keeps it."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.addFilter(RepeatFilter(window_s))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(level.upper())

@@ -1,0 +1,36 @@
+"""A repeated log line of `muster serve` is let through once per window,
+and the next one after it carries the count of those held back."""
+
+from __future__ import annotations
+
+import logging
+
+from muster.repeat_filter import RepeatFilter
+
+
+def _record(msg: str, *args: object, level: int = logging.INFO) -> logging.LogRecord:
+    return logging.LogRecord("muster.server", level, __file__, 1, msg, args, None)
+
+
+def test_repeats_are_held_back_then_counted() -> None:
+    now = [0.0]
+    limit = RepeatFilter(window_s=10, clock=lambda: now[0])
+    passed = []
+    for i in range(67):  # a client retrying Metadata for a missing topic
+        now[0] = i * 0.7
+        record = _record("metadata for unknown topic %s", "nosuch")
+        if limit.filter(record):
+            passed.append(record.getMessage())
+    assert len(passed) == 5  # t = 0, 10.5, 21, 31.5, 42
+    assert passed[0] == "metadata for unknown topic nosuch"
+    assert passed[1].endswith("[14 more like this in the last 10 s not shown]")
+
+
+def test_other_lines_debug_and_errors_pass() -> None:
+    limit = RepeatFilter(window_s=10, clock=lambda: 0.0)
+    assert limit.filter(_record("a %s", 1)) and limit.filter(_record("b %s", 1))
+    assert not limit.filter(_record("a %s", 2))
+    # a bare "%s" template: the line itself decides what repeats
+    assert limit.filter(_record("%s", "one line")) and limit.filter(_record("%s", "another"))
+    assert all(limit.filter(_record("x", level=logging.DEBUG)) for _ in range(3))
+    assert all(limit.filter(_record("y", level=logging.ERROR)) for _ in range(3))
