@@ -6,8 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from muster.cli._common import BOOTSTRAP_DEFAULT, BootstrapOption, fail, out
-from muster.cli.security import CommandConfig
+from muster.cli._common import (
+    BOOTSTRAP_DEFAULT,
+    BootstrapOption,
+    CommandConfigOption,
+    PropertyOption,
+    client_props,
+    fail,
+    out,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +26,8 @@ def console(
     listen: Annotated[
         str, typer.Option("--listen", metavar="HOST:PORT", help="Where the console serves HTTP.")
     ] = "127.0.0.1:8080",
-    command_config: CommandConfig = None,
+    command_config: CommandConfigOption = None,
+    properties: PropertyOption = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="No actions (offset resets, deletions).")
     ] = False,
@@ -30,11 +38,8 @@ def console(
         from muster.console.run import parse_listen, run_forever
     except ImportError as exc:
         fail(f"`muster console` needs {exc.name}: pip install 'muster[console]'")
-    from muster.config import parse_properties_file
-
     conf: dict[str, str] = {"bootstrap.servers": bootstrap}
-    if command_config is not None:
-        conf.update(parse_properties_file(command_config))
+    conf.update(client_props(command_config, properties))
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
