@@ -118,7 +118,7 @@ def rss_kb(pid: int, field: str = "VmRSS") -> float:
 
 def api_versions(port: int) -> bool:
     try:
-        raw = RawClient(port, timeout=5)
+        raw = RawClient(port, timeout=2)
     except OSError:
         return False
     try:
@@ -234,8 +234,17 @@ def sec_commits(name: str, label: str, args: argparse.Namespace, out: Values) ->
             ("commits_kp", lambda t: groups.kafka_python_committer(b.bootstrap, topic, t)),
         ]
         for key, fn in loops:
-            if w > 0:  # the same loop untimed first: a JVM broker compiles its hot path
-                groups.run_in_thread(lambda fn=fn: fn(w), w + 90)
+            # the same loop untimed first: a JVM broker compiles its hot path, and a
+            # fresh Kafka answers NOT_COORDINATOR while __consumer_offsets is loading
+            for attempt in range(10):
+                try:
+                    groups.run_in_thread(lambda fn=fn: fn(max(w, 0.2)), w + 90)
+                    break
+                except Exception as e:
+                    if attempt == 9:
+                        raise
+                    say(f"  {label} {key} warm-up: {e}; again")
+                    time.sleep(1)
             cpu0 = common.cpu_seconds(b.proc.pid)  # type: ignore[union-attr]
             n, el = groups.run_in_thread(lambda fn=fn: fn(s), s + 90)
             cpu_us = (common.cpu_seconds(b.proc.pid) - cpu0) / max(n, 1) * 1e6  # type: ignore[union-attr]
@@ -403,12 +412,16 @@ def prepare_restart(name: str, offsets: int) -> Prepared:
             n_groups,
         )
     spawn(prep)
-    first_answer_port(prep)
-    bootstrap = f"127.0.0.1:{prep.port}"
-    for topic in topics:
-        common.create_topic(bootstrap, topic, RESTART_PARTITIONS, timeout=120)
-    t0 = time.monotonic()
-    commit_offsets(prep.port, topics, n_groups)
+    try:
+        first_answer_port(prep)
+        bootstrap = f"127.0.0.1:{prep.port}"
+        for topic in topics:
+            common.create_topic(bootstrap, topic, RESTART_PARTITIONS, timeout=120)
+        t0 = time.monotonic()
+        commit_offsets(prep.port, topics, n_groups)
+    except BaseException:
+        discard(prep)
+        raise
     say(
         f"  {name}: {n_groups * RESTART_TOPICS * RESTART_PARTITIONS:,} offsets committed "
         f"in {time.monotonic() - t0:.1f} s"
@@ -472,7 +485,7 @@ def timed_restart(prep: Prepared, timeout: float = 300) -> float:
             raise RuntimeError(f"{prep.name} exited with {prep.proc.returncode} on restart")
         try:
             group, topic, part, offset = pending[0]
-            err, got = fetch_offset(prep.port, group, topic, part)
+            err, got = fetch_offset(prep.port, group, topic, part, timeout=2)
         except (OSError, ConnectionError):
             time.sleep(0.01)
             continue
