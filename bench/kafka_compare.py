@@ -151,7 +151,7 @@ def timed_start(name: str, settings: dict[str, str] | None = None) -> tuple[comm
         ref = KafkaProcess(data_dir, settings)
         b = common.Broker(
             name="kafka",
-            argv=ref.command(),  # formats the storage
+            argv=common.kafka_argv(ref.command()),  # formats the storage
             host="127.0.0.1",
             port=ref.port,
             log_path=common.RESULTS_DIR / "logs" / f"kafka-{ref.port}.log",
@@ -399,7 +399,9 @@ def prepare_restart(name: str, offsets: int) -> Prepared:
         data_dir = common.temp_data_dir("kafka-bench-restart-")
         ref = KafkaProcess(data_dir, dict(GROUP_ALIKE))
         ref.command()  # format once
-        prep = Prepared(name, ref.command, ref.port, data_dir, topics, n_groups)
+        prep = Prepared(
+            name, lambda: common.kafka_argv(ref.command()), ref.port, data_dir, topics, n_groups
+        )
     else:
         data_dir = common.temp_data_dir("muster-bench-restart-")
         port = common.free_port()
@@ -547,7 +549,7 @@ def tls_brokers(name: str, certs: Path) -> tuple[common.Broker, dict[str, str]]:
     )
     b = common.Broker(
         name="kafka",
-        argv=ref.command(),
+        argv=common.kafka_argv(ref.command()),
         host="127.0.0.1",
         port=plain,
         log_path=common.RESULTS_DIR / "logs" / f"kafka-tls-{plain}.log",
@@ -765,6 +767,13 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds of untimed commits before each commit loop (and a produce/fetch "
         "warm-up of ~warmup/10 of --messages); 0 for none",
     )
+    ap.add_argument(
+        "--kafka-jvm",
+        choices=("stock", "tests"),
+        default="stock",
+        help="stock: Kafka's own JVM options (kafka-server-start.sh: -Xmx1G -Xms1G, G1); "
+        "tests: tests/support/kafka.py's (-Xmx768m, SerialGC, C1 only)",
+    )
     ap.add_argument("--no-java", dest="java", action="store_false", help="skip the Java committer")
     ap.add_argument("--smoke", action="store_true", help="1 run, tiny sizes")
     ap.add_argument("--json", type=Path)
@@ -777,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
         if s not in SECTIONS:
             ap.error(f"unknown section {s!r} (known: {', '.join(SECTIONS)})")
     common.install_signal_handlers()
+    common.KAFKA_JVM = common.KAFKA_STOCK_JVM if args.kafka_jvm == "stock" else None
     values: Values = {}
     failures: list[str] = []
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -844,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         f"started {started}; load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the "
         f"end; {os.cpu_count()} CPUs; {platform.python_version()}; "
         f"offsets for restart: {args.offsets:,}; messages: {args.messages:,} x 1 KiB, "
-        f"{args.messages * 10:,} x 100 B"
+        f"{args.messages * 10:,} x 100 B; Kafka JVM: {args.kafka_jvm}"
     )
     for f in failures:
         common.console.print(f"[red]failed: {escape(f)}[/red]")
