@@ -749,6 +749,69 @@ def print_summary(rows: list[dict], runs: int) -> None:
     )
 
 
+# the per-figure lines say() prints, read back by --from-log (a run cut short)
+_NUM = r"([0-9][0-9,]*\.?[0-9]*)"
+LOG_LINES = (
+    (
+        rf"(\S+) (commits_ck|commits_kp|commits_java): {_NUM}/s"
+        rf"(?:, {_NUM} us broker CPU each)?",
+        "commits",
+    ),
+    (rf"(\S+) formation of 20 {_NUM} s, join {_NUM} s, leave {_NUM} s", "groups"),
+    (
+        rf"(\S+) consumer protocol: formation of 20 {_NUM} s; 1->20 {_NUM} s, 20->1 {_NUM} s, "
+        rf"revoked {_NUM} / moved {_NUM}",
+        "cp",
+    ),
+    (rf"(\S+) (produce|fetch) (100|1024) B: {_NUM} MB/s, {_NUM} ms broker CPU per MB", "data"),
+    (rf"(\S+) start {_NUM} s; RSS idle {_NUM} MB, peak {_NUM} MB", "start"),
+    (rf"(\S+) restart after kill -9: groups served in {_NUM} s", "restart"),
+    (
+        rf"(\S+) produce 1 KiB: PLAINTEXT {_NUM} MB/s, SASL_SSL {_NUM} MB/s \(keeps {_NUM}\)",
+        "tls",
+    ),
+)
+
+
+def values_from_log(text: str) -> Values:
+    import re
+
+    out: Values = {}
+    for line in text.splitlines():
+        for pattern, kind in LOG_LINES:
+            m = re.match(r"\s*" + pattern + r"\s*$", line)
+            if not m:
+                continue
+            g = [x.replace(",", "") if x else x for x in m.groups()]
+            label, nums = g[0], [float(x) for x in g[1:] if x and x[0].isdigit()]
+            if kind == "commits":
+                add(out, label, g[1], float(g[2]))
+                if g[3]:
+                    add(out, label, g[1] + "_cpu_us", float(g[3]))
+            elif kind == "groups":
+                for key, v in zip(("form20_s", "join_s", "leave_s"), nums, strict=True):
+                    add(out, label, key, v)
+            elif kind == "cp":
+                keys = ("cp_form20_s", "cp_up_s", "cp_down_s", "cp_revoked", "cp_moved")
+                for key, v in zip(keys, nums, strict=True):
+                    add(out, label, key, v)
+            elif kind == "data":
+                add(out, label, f"{g[1]}{g[2]}_mbs", float(g[3]))
+                add(out, label, f"{g[1]}{g[2]}_cpu_ms_per_mb", float(g[4]))
+            elif kind == "start":
+                for key, v in zip(("start_s", "rss_idle_mb", "rss_load_mb"), nums, strict=True):
+                    add(out, label, key, v)
+            elif kind == "restart":
+                add(out, label, "restart_s", nums[0])
+            else:
+                for key, v in zip(
+                    ("tls_plaintext_mbs", "tls_sasl_ssl_mbs", "tls_kept"), nums, strict=True
+                ):
+                    add(out, label, key, v)
+            break
+    return out
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -777,7 +840,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-java", dest="java", action="store_false", help="skip the Java committer")
     ap.add_argument("--smoke", action="store_true", help="1 run, tiny sizes")
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--from-log",
+        type=Path,
+        metavar="LOG",
+        help="print the table from the per-figure lines of an earlier run's output "
+        "(a run cut short), running nothing",
+    )
     args = ap.parse_args(argv)
+    if args.from_log:
+        values = values_from_log(args.from_log.read_text(errors="replace"))
+        runs = max((len(v) for b in values.values() for v in b.values()), default=0)
+        print_summary(summarize(values), runs)
+        return 0
     if args.smoke:
         args.runs, args.commit_seconds, args.messages, args.offsets = 1, 1.0, 5_000, 10_000
         args.cp_step = max(args.cp_step, 5)
@@ -844,6 +919,8 @@ def main(argv: list[str] | None = None) -> int:
                                 say(f"  {n} restart after kill -9: groups served in {s:.2f} s")
 
                             attempt(what, restart)
+    except (KeyboardInterrupt, SystemExit) as e:
+        failures.append(f"interrupted ({type(e).__name__}): the table has the runs done so far")
     finally:
         for prep in prepared.values():
             discard(prep)
