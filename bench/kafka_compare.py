@@ -721,8 +721,9 @@ def summarize(values: Values) -> list[dict]:
     return rows
 
 
-def print_summary(rows: list[dict], runs: int) -> None:
-    t = Table(title=f"muster vs Apache Kafka 4.4, medians of {runs} run(s)", title_justify="left")
+def print_summary(rows: list[dict], runs: int, upto: bool = False) -> None:
+    of = f"up to {runs}" if upto else str(runs)
+    t = Table(title=f"muster vs Apache Kafka 4.4, medians of {of} run(s)", title_justify="left")
     for h in ("figure", "muster", "Kafka", "muster/Kafka", "target", "met"):
         t.add_column(h, justify="left" if h == "figure" else "right")
     for r in rows:
@@ -851,7 +852,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_log:
         values = values_from_log(args.from_log.read_text(errors="replace"))
         runs = max((len(v) for b in values.values() for v in b.values()), default=0)
-        print_summary(summarize(values), runs)
+        print_summary(summarize(values), runs, upto=True)
         return 0
     if args.smoke:
         args.runs, args.commit_seconds, args.messages, args.offsets = 1, 1.0, 5_000, 10_000
