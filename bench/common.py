@@ -348,6 +348,30 @@ def start_kfake(
     return b.start(timeout)
 
 
+# Kafka's JVM options as its own bin/kafka-server-start.sh and kafka-run-class.sh
+# set them (heap 1 GB, G1, full tiered compilation), for the figures that hold
+# muster against Kafka as shipped; KAFKA_JVM = None keeps tests/support/kafka.py's
+# (-Xmx768m, SerialGC, C1 only: quick to start, for tests).
+KAFKA_STOCK_JVM = [
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+]
+KAFKA_JVM: list[str] | None = None
+
+
+def kafka_argv(argv: list[str]) -> list[str]:
+    """`argv` (KafkaProcess.command()) with KAFKA_JVM's options instead of its own."""
+    if KAFKA_JVM is None:
+        return argv
+    rest = [a for a in argv[1:] if not a.startswith(("-Xm", "-XX:")) and a != "-server"]
+    return [argv[0], *KAFKA_JVM, *rest]
+
+
 def start_kafka(
     settings: Mapping[str, str] | None = None,
     *,
@@ -372,7 +396,7 @@ def start_kafka(
     log_dir = log_dir or RESULTS_DIR / "logs"
     b = Broker(
         name="kafka",
-        argv=ref.command(),
+        argv=kafka_argv(ref.command()),
         host=host,
         port=ref.port,
         log_path=log_dir / f"kafka-{ref.port}.log",

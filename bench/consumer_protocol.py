@@ -58,8 +58,16 @@ TIMEOUT_S = 120.0
 # classic consumers notice new partitions only at a metadata refresh; librdkafka's
 # default is 5 min (the published KIP-848 figure is with the clients' defaults)
 REFRESH_MS = 30_000
-SETUPS = ("muster-classic", "muster-consumer", "kfake-consumer")
+SETUPS = ("muster-classic", "muster-consumer", "kfake-consumer", "kafka-classic", "kafka-consumer")
+# Apache Kafka 4.4 (bench/common.start_kafka) and muster run with these group
+# settings alike (the rest at both brokers' defaults, which agree: offsets topic
+# of 50 partitions, session bounds 6 s .. 30 min, consumer-protocol heartbeat
+# 5 s and session 45 s). muster's own rows keep its defaults (delay 3 s).
+KAFKA_ALIKE = {"group.initial.rebalance.delay.ms": "3000", "offsets.topic.num.partitions": "50"}
 SCENARIOS = ("formation", "join", "added", "scaling")
+# broker settings for every setup (muster and Kafka; bench/kafka_compare.py sets
+# the group settings alike on both here)
+BROKER_SETTINGS: dict[str, str] = {}
 
 
 class Member:
@@ -129,7 +137,9 @@ def wait(pred: object, what: str) -> float:
 
 def start(setup: str) -> common.Broker:
     if setup.startswith("muster"):
-        return common.start_muster()
+        return common.start_muster(settings=BROKER_SETTINGS)
+    if setup.startswith("kafka"):
+        return common.start_kafka({**KAFKA_ALIKE, **BROKER_SETTINGS})
     port = common.free_port()
     return common.Broker(
         name="kfake",

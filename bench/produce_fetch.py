@@ -39,7 +39,7 @@ from common import create_topic
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from rich.markup import escape
 
-BROKERS = ("muster", "tansu")
+BROKERS = ("muster", "tansu", "kafka")
 SIZES = (100, 1024)
 ACKS = ("all", "1")
 FULL_COUNTS = {100: 200_000, 1024: 100_000}
@@ -253,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         help="multiply the message counts (e.g. 5 for longer, steadier runs)",
     )
     ap.add_argument("--only", choices=BROKERS, help="run one broker only (no ratio)")
+    ap.add_argument(
+        "--peer",
+        choices=BROKERS[1:],
+        default="tansu",
+        help="the broker muster is compared with (kafka: Apache Kafka 4.4, which does not "
+        "fsync either; bench/KAFKA.md)",
+    )
     ap.add_argument("--json", metavar="FILE", help="write raw timings and medians as JSON")
     ap.add_argument(
         "--muster-set",
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     common.install_signal_handlers()
     counts = QUICK_COUNTS if args.quick else FULL_COUNTS
     counts = {size: max(1, int(n * args.scale)) for size, n in counts.items()}
-    brokers = [args.only] if args.only else list(BROKERS)
+    brokers = [args.only] if args.only else ["muster", args.peer]
     muster_settings = dict(kv.split("=", 1) for kv in args.muster_set)
     warnings: list[str] = []
     results: dict[str, dict[str, list[float]]] = {b: {c.key: [] for c in CASES} for b in brokers}
@@ -304,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     fsync = muster_settings.get("muster.fsync", "always (default)")
     common.print_ratio_table(
         f"produce/fetch throughput, median of {args.runs} run(s) "
-        f"[muster fsync={fsync}; tansu memory://, no fsync]",
+        f"[muster fsync={fsync}; "
+        + ("tansu memory://, no fsync]" if "tansu" in brokers else "kafka: no fsync]"),
         rows,
         [common.Column("msgs/s"), common.Column("MB/s", 1)],
         brokers=brokers,
@@ -337,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             "medians": summary,
             "ratios": {
                 c.key: common.ratio(
-                    summary["muster"][c.key]["msgs/s"], summary["tansu"][c.key]["msgs/s"]
+                    summary["muster"][c.key]["msgs/s"], summary[brokers[1]][c.key]["msgs/s"]
                 )
                 for c in CASES
             }

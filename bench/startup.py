@@ -129,9 +129,11 @@ def print_row_table(title: str, values: dict[str, list[float]], target: float | 
     common.console.print(t)
 
 
-def fetch_offset(port: int, group: str, topic: str, partition: int) -> tuple[int, int]:
+def fetch_offset(
+    port: int, group: str, topic: str, partition: int, timeout: float = 10
+) -> tuple[int, int]:
     """(error code, committed offset) by a raw OffsetFetch v8."""
-    raw = RawClient(port, timeout=10)
+    raw = RawClient(port, timeout=timeout)
     try:
         a = raw.call(
             9,
