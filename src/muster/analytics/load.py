@@ -1,8 +1,10 @@
 """Reading topics into DataFrames of the Kafka source's schema.
 
 `source_loader` goes through the `muster` Spark source (the normal path);
-`client_loader` reads with confluent-kafka on the driver and is kept for
-brokers or set-ups where the source cannot be used. Both read each topic from
+`kafka_loader` through Spark's own Kafka connector, where its jars are on the
+session's classpath (muster.spark.connector); `client_loader` reads with
+confluent-kafka on the driver and is kept for brokers or set-ups where the
+source cannot be used. Both read each topic from
 its log start to its high watermark at the time of the call.
 """
 
@@ -41,6 +43,42 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
 
     load.description = "muster Spark source"  # type: ignore[attr-defined]
     return load
+
+
+def kafka_loader(spark: SparkSession, bootstrap: str) -> Loader:
+    """Batch reads through Spark's own `spark.read.format("kafka")`; raises
+    muster.spark.connector.ConnectorMissing (one line) when the session lacks it."""
+    from muster.spark.connector import require_kafka_connector
+
+    require_kafka_connector(spark)
+
+    def load(topics: list[str]) -> DataFrame:
+        if not topics:
+            return spark.createDataFrame([], KAFKA_SCHEMA)
+        return (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", ",".join(topics))
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            # compacted (__consumer_offsets) and deleted records leave gaps: not a loss here
+            .option("failOnDataLoss", "false")
+            .load()
+            .select(*KAFKA_SCHEMA.fieldNames())
+        )
+
+    load.description = "Spark Kafka connector"  # type: ignore[attr-defined]
+    return load
+
+
+def loader_for(spark: SparkSession, bootstrap: str, source: str) -> Loader:
+    """The Spark loader of `source`: "muster" (format("muster"), no JVM jars) or
+    "kafka" (Spark's connector)."""
+    if source == "kafka":
+        return kafka_loader(spark, bootstrap)
+    if source == "muster":
+        return source_loader(spark, bootstrap)
+    raise ValueError(f"unknown source {source!r}: muster or kafka")
 
 
 def client_loader(spark: SparkSession, bootstrap: str, timeout: float = 30.0) -> Loader:

@@ -36,6 +36,11 @@ class Reader(StrEnum):
     client = "client"
 
 
+class Source(StrEnum):
+    muster = "muster"
+    kafka = "kafka"
+
+
 def analyze(
     out_dir: Annotated[
         Path,
@@ -69,6 +74,14 @@ def analyze(
             help="Read topics through the muster Spark source, or with a client on the driver.",
         ),
     ] = Reader.source,
+    source: Annotated[
+        Source,
+        typer.Option(
+            "--source",
+            help="The Spark source --reader source reads with: muster's own (no JVM jars), "
+            "or Spark's Kafka connector (its jars named by MUSTER_SPARK_JARS).",
+        ),
+    ] = Source.muster,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Rebalances (when, why, how long), time not consuming, commit rate and
@@ -87,12 +100,19 @@ def analyze(
         kafka.Admin(bootstrap, 10).topic(EVENTS_TOPIC)
     with console.status("Starting Spark…"):
         spark, started = start_session(master)
+    from muster.spark.connector import ConnectorMissing
+
     try:
         loader = (
-            load.source_loader(spark, bootstrap)
+            load.loader_for(spark, bootstrap, source.value)
             if reader is Reader.source
             else load.client_loader(spark, bootstrap)
         )
+    except ConnectorMissing as exc:
+        if started:
+            spark.stop()
+        fail(f"--source kafka: {exc}")
+    try:
         result = run_analysis(
             spark, bootstrap, out_dir, groups, progress=False if quiet else console, loader=loader
         )
