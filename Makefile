@@ -6,7 +6,7 @@ BENCH_ARGS        ?=
 CONFORMANCE_ARGS  ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint demo bench conformance conformance-build
+.PHONY: help install test lint demo bench conformance conformance-build spark-kafka-jars
 
 help:
 	@echo "make install      create .venv, pip install -e '.[test,spark]', apt-get kcat etc. if missing"
@@ -16,6 +16,8 @@ help:
 	@echo "make bench        muster vs Tansu produce/fetch throughput (BENCH_ARGS='--quick ...')"
 	@echo "make conformance  build librdkafka 2.15.1's test suite and run it against muster"
 	@echo "                  (CONFORMANCE_ARGS='--group' | '--produce' | '--tests 0018,0030')"
+	@echo "make spark-kafka-jars  Spark's own Kafka connector into .cache/spark-kafka/lib, for"
+	@echo "                  MUSTER_SPARK_JARS=.cache/spark-kafka/lib muster analyze --source kafka"
 
 # `make test` and `make demo` work on a fresh clone: they install first when
 # pyproject.toml (the pins) is newer than the last install.
@@ -46,3 +48,6 @@ conformance-build:
 
 conformance: conformance-build
 	$(BIN)/python conformance/run.py $(CONFORMANCE_ARGS)
+
+spark-kafka-jars: $(STAMP)
+	$(BIN)/python -m tests.support.spark_kafka

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
+
+from muster.cli.analyze import Source
 
 
 def register(app: typer.Typer) -> None:
@@ -35,20 +36,19 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         source: Annotated[
-            str,
+            Source,
             typer.Option(
                 "--source",
                 help="The Spark source: muster's own (no JVM jars) or kafka, Spark's "
                 "Kafka connector (its jars named by MUSTER_SPARK_JARS).",
-                click_type=click.Choice(["muster", "kafka"]),
             ),
-        ] = "muster",
+        ] = Source.muster,
     ) -> None:
         """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
         from muster.cli._common import fail, require_spark
 
         require_spark("demo")
-        if source == "kafka":
+        if source is Source.kafka:
             from muster.spark.connector import configured_jars
 
             if not configured_jars():
@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
             **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
         )
         try:
-            demo_module.run(config, keep_serving, out_dir, keep_data, source)
+            demo_module.run(config, keep_serving, out_dir, keep_data, source.value)
         except StartupError as exc:
             fail(str(exc))
         except ConnectorMissing as exc:
