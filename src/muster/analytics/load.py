@@ -47,27 +47,38 @@ def source_loader(spark: SparkSession, bootstrap: str) -> Loader:
 
 def kafka_loader(spark: SparkSession, bootstrap: str) -> Loader:
     """Batch reads through Spark's own `spark.read.format("kafka")`; raises
-    muster.spark.connector.ConnectorMissing (one line) when the session lacks it."""
+    muster.spark.connector.ConnectorMissing (one line) when the session lacks it.
+
+    The connector drops internal topics (__consumer_offsets,
+    __muster_group_events: the metadata marks them so) from `subscribe` and
+    `assign` alike, so those two are read through the muster source."""
     from muster.spark.connector import require_kafka_connector
 
     require_kafka_connector(spark)
+    internal = source_loader(spark, bootstrap)
 
     def load(topics: list[str]) -> DataFrame:
-        if not topics:
+        data = [t for t in topics if not t.startswith("__")]
+        frames = [internal(sorted(set(topics) - set(data)))] if len(data) < len(topics) else []
+        if data:
+            frames.append(
+                spark.read.format("kafka")
+                .option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", ",".join(data))
+                .option("startingOffsets", "earliest")
+                .option("endingOffsets", "latest")
+                .option("failOnDataLoss", "false")  # deleted records leave gaps: not a loss here
+                .load()
+                .select(*KAFKA_SCHEMA.fieldNames())
+            )
+        if not frames:
             return spark.createDataFrame([], KAFKA_SCHEMA)
-        return (
-            spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", ",".join(topics))
-            .option("startingOffsets", "earliest")
-            .option("endingOffsets", "latest")
-            # compacted (__consumer_offsets) and deleted records leave gaps: not a loss here
-            .option("failOnDataLoss", "false")
-            .load()
-            .select(*KAFKA_SCHEMA.fieldNames())
-        )
+        out = frames[0]
+        for frame in frames[1:]:
+            out = out.unionByName(frame)
+        return out
 
-    load.description = "Spark Kafka connector"  # type: ignore[attr-defined]
+    load.description = "Spark Kafka connector (internal topics: muster Spark source)"  # type: ignore[attr-defined]
     return load
 
 
