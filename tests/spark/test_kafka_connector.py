@@ -225,10 +225,11 @@ def test_streaming_checkpoint_stop_and_restart_is_exactly_once(
     _record("streaming", name, sorted((r.partition, r.offset, r.key) for r in rows))
 
 
-def test_demo_revenue_job_reads_alike_through_either_source(
+def test_demo_revenue_job_through_the_kafka_connector(
     connector: Any, shared_muster: Any, tmp_path: Path
 ) -> None:
-    """The demo's streaming job (`muster demo --source kafka`) on a few orders."""
+    """The demo's streaming job as `muster demo --source kafka` runs it, on a
+    few orders (its format("muster") run is the demo's own test's)."""
     from muster.demo.pipeline import run_revenue_job
     from muster.demo.settings import TOPIC
 
@@ -238,14 +239,9 @@ def test_demo_revenue_job_reads_alike_through_either_source(
         for i in range(30)
     ]
     produce(shared_muster.bootstrap, TOPIC, orders)
-    results = {
-        source: run_revenue_job(connector, shared_muster.bootstrap, tmp_path / source, source)
-        for source in ("muster", "kafka")
-    }
-    for result in results.values():
-        assert result.orders == 30
-        assert result.top_customers[0] == ("c2", 10, sum(range(2, 30, 3)))
-    assert results["muster"].top_customers == results["kafka"].top_customers
+    result = run_revenue_job(connector, shared_muster.bootstrap, tmp_path, "kafka")
+    assert result.orders == 30
+    assert result.top_customers == [(f"c{c}", 10, sum(range(c, 30, 3))) for c in (2, 1, 0)]
 
 
 def test_same_rows_on_muster_and_kafka() -> None:
