@@ -7,7 +7,7 @@ CONFORMANCE_ARGS  ?=
 KAFKA_DIFF_ARGS   ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint demo bench conformance conformance-build franz-go kafka-diff
+.PHONY: help install test lint demo bench conformance conformance-build franz-go kafka-diff spark-kafka-jars
 
 help:
 	@echo "make install      create .venv, pip install -c constraints.txt -e '.[test,spark]', apt-get kcat etc. if missing"
@@ -20,6 +20,8 @@ help:
 	@echo "make franz-go     franz-go's own kgo integration tests against muster (FRANZ_GO_ARGS='--broker kafka')"
 	@echo "make kafka-diff   the same raw requests to Kafka 4.4 and muster, answers compared"
 	@echo "                  (KAFKA_DIFF_ARGS='-k classic.*' | '-v' | '--kafka H:P --muster H:P')"
+	@echo "make spark-kafka-jars  Spark's own Kafka connector into .cache/spark-kafka/lib, for"
+	@echo "                  MUSTER_SPARK_JARS=.cache/spark-kafka/lib muster analyze --source kafka"
 
 # `make test` and `make demo` work on a fresh clone: they install first when
 # pyproject.toml or constraints.txt (the pins) is newer than the last install.
@@ -59,3 +61,5 @@ franz-go: $(STAMP)
 # line reads `kafka-diff: N scenarios, M differ, K documented`, exit 1 if M > 0.
 kafka-diff: $(STAMP)
 	PYTHONPATH=$(CURDIR)/src:$(CURDIR) $(BIN)/python -m conformance.kafka_diff $(KAFKA_DIFF_ARGS)
+spark-kafka-jars: $(STAMP)
+	$(BIN)/python -m tests.support.spark_kafka

@@ -1,5 +1,6 @@
-"""Read throughput of the Spark source (`format("muster")`) against a raw
-confluent-kafka consumer, on the same data, in the same run.
+"""Read throughput of the Spark source (`format("muster")`) against Spark's own
+Kafka connector (`format("kafka")`) and a raw confluent-kafka consumer, on the
+same data, in the same run.
 
 One muster broker; N records of 100 B spread over P partitions, produced once
 with confluent-kafka. Then, for each run (the order alternates between runs):
@@ -7,14 +8,19 @@ with confluent-kafka. Then, for each run (the order alternates between runs):
 * spark: a batch read of the whole topic through `spark.read.format("muster")`
   on local[2], materialised with `selectExpr("count(*)", "sum(length(value))")`;
   timed from `load()` to the answer (planning included, Spark start-up not);
+* spark-kafka: the same read through Spark's own Kafka connector
+  (spark-sql-kafka-0-10, its jars from .cache/spark-kafka/lib, which
+  tests/support/spark_kafka.py resolves; the test session has them);
 * confluent: one assign-mode consumer reads every partition from offset 0 with
   `consume(num_messages=10000)` batches (prefetch unbounded, as in
   produce_fetch.py) until it has seen N records.
 
-Prints rows/s (median over --runs) and the spark/confluent ratio.
+Prints rows/s (median over --runs) and the spark/confluent and
+spark/spark-kafka ratios.
 
     .venv/bin/python bench/spark_source.py               # 1M records, 4 partitions, 5 runs
     .venv/bin/python bench/spark_source.py --records 200000 --runs 3
+    .venv/bin/python bench/spark_source.py --readers spark,spark-kafka   # the two Spark sources
 """
 
 from __future__ import annotations
@@ -117,10 +123,10 @@ def tree_cpu(exclude: int) -> float:
     return total
 
 
-def spark_read(spark: object, bootstrap: str, topic: str, count: int) -> float:
+def spark_read(spark: object, bootstrap: str, topic: str, count: int, fmt: str = "muster") -> float:
     t0 = time.perf_counter()
     df = (
-        spark.read.format("muster")  # type: ignore[attr-defined]
+        spark.read.format(fmt)  # type: ignore[attr-defined]
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .load()
@@ -128,8 +134,11 @@ def spark_read(spark: object, bootstrap: str, topic: str, count: int) -> float:
     rows, total = df.selectExpr("count(*)", "sum(length(value))").first()
     elapsed = time.perf_counter() - t0
     if rows != count or total != count * SIZE:
-        raise RuntimeError(f"spark read {rows} rows / {total} bytes, expected {count}")
+        raise RuntimeError(f"{fmt} read {rows} rows / {total} bytes, expected {count}")
     return elapsed
+
+
+READERS = ("spark", "spark-kafka", "confluent")
 
 
 def main() -> None:
@@ -137,7 +146,15 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--readers",
+        default=",".join(READERS),
+        help="which of spark (format muster), spark-kafka (format kafka), confluent",
+    )
     args = ap.parse_args()
+    readers = [r for r in args.readers.split(",") if r]
+    if not readers or set(readers) - set(READERS):
+        ap.error(f"--readers: some of {', '.join(READERS)}")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -148,8 +165,12 @@ def main() -> None:
     common.install_signal_handlers()
     spark = start_spark_session("muster-bench-spark")
     muster.spark.register(spark)
-    results: dict[str, list[float]] = {"spark": [], "confluent": []}
-    cpu: dict[str, list[float]] = {"spark": [], "confluent": []}
+    if "spark-kafka" in readers:
+        from muster.spark.connector import require_kafka_connector
+
+        require_kafka_connector(spark)
+    results: dict[str, list[float]] = {name: [] for name in readers}
+    cpu: dict[str, list[float]] = {name: [] for name in readers}
     with common.running("muster") as broker:
         topic = "spark-bench"
         create_topic(broker.bootstrap, topic, args.partitions)
@@ -159,13 +180,18 @@ def main() -> None:
             f"produced {args.records} x {SIZE} B over {args.partitions} partitions "
             f"in {time.perf_counter() - t0:.1f}s"
         )
-        spark_read(spark, broker.bootstrap, topic, args.records)  # warm-up: workers, JIT
+        for name, fmt in (("spark", "muster"), ("spark-kafka", "kafka")):
+            if name in readers:  # warm-up: workers, JIT, the connector's consumers
+                spark_read(spark, broker.bootstrap, topic, args.records, fmt)
         for run in range(args.runs):
-            order = ("spark", "confluent") if run % 2 == 0 else ("confluent", "spark")
-            for name in order:
+            # each reader goes first in turn: the order moves one place a run
+            shift = run % len(readers)
+            for name in readers[shift:] + readers[:shift]:
                 cpu0 = tree_cpu(broker.proc.pid)  # type: ignore[union-attr]
                 if name == "spark":
                     secs = spark_read(spark, broker.bootstrap, topic, args.records)
+                elif name == "spark-kafka":
+                    secs = spark_read(spark, broker.bootstrap, topic, args.records, "kafka")
                 else:
                     secs = confluent_read(broker.bootstrap, topic, args.records, args.partitions)
                 rate = args.records / secs
@@ -176,15 +202,17 @@ def main() -> None:
                     f"CPU {cpu[name][-1]:.2f}s)"
                 )
     spark.stop()  # type: ignore[attr-defined]
-    med_spark = common.median(results["spark"])
-    med_conf = common.median(results["confluent"])
-    ratio = common.ratio(med_spark, med_conf)
+    med = {name: common.median(rates) for name, rates in results.items()}
+    figures = ", ".join(f"{name} {common.fmt_num(rate)} rows/s" for name, rate in med.items())
+    ratios = "".join(
+        f"; ratio spark/{other} {common.fmt_num(common.ratio(med['spark'], med[other]), 2)}"
+        for other in ("spark-kafka", "confluent")
+        if "spark" in med and other in med
+    )
+    cpus = ", ".join(f"{name} {common.median(secs):.2f}" for name, secs in cpu.items())
     common.console.print(
-        f"median over {args.runs} runs: spark {common.fmt_num(med_spark)} rows/s, "
-        f"confluent-kafka {common.fmt_num(med_conf)} rows/s, "
-        f"ratio spark/confluent {common.fmt_num(ratio, 2)}; CPU seconds (this process, "
-        f"the JVM, the Python workers): spark {common.median(cpu['spark']):.2f}, "
-        f"confluent-kafka {common.median(cpu['confluent']):.2f}"
+        f"median over {args.runs} runs: {figures}{ratios}; CPU seconds (this process, "
+        f"the JVM, the Python workers): {cpus}"
     )
 
 

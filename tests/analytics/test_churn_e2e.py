@@ -256,3 +256,41 @@ def test_client_loader_reads_what_the_source_reads(
     by_client = load.client_loader(spark, broker.bootstrap)(topics).select(*columns).collect()
     assert len(by_source) > 100
     assert sorted(map(tuple, by_client)) == sorted(map(tuple, by_source))
+
+
+def test_kafka_loader_and_analyze_source_kafka(
+    spark: Any, churned: tuple[MusterProcess, str], tmp_path: Path
+) -> None:
+    # Spark's own Kafka connector (on the test session's classpath) reads muster's
+    # data topics as the muster source does (internal ones it leaves out: the
+    # loader reads those through the muster source); `--source kafka` analyses so
+    broker, _ = churned
+    columns = ["topic", "partition", "offset", "key", "value", "timestamp", "timestampType"]
+    by_kafka = load.kafka_loader(spark, broker.bootstrap)([TOPIC]).select(*columns).collect()
+    by_source = load.source_loader(spark, broker.bootstrap)([TOPIC]).select(*columns).collect()
+    assert len(by_source) >= 80  # first, second and third
+    assert sorted(map(tuple, by_kafka)) == sorted(map(tuple, by_source))
+
+    out = tmp_path / "cli-kafka"
+    args = ["analyze", "-b", broker.bootstrap, "--out", str(out), "--group", GROUP, "-q"]
+    result = CliRunner().invoke(app, [*args, "--source", "kafka"])
+    assert result.exit_code == 0, result.output
+    for cause in ("member_joined: 4", "member_left: 2", "session_expired: 1"):
+        assert cause in result.output
+    assert "Spark Kafka connector (internal" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_analyze_source_kafka_without_the_connector_is_one_line(
+    spark: Any, churned: tuple[MusterProcess, str], tmp_path: Path, monkeypatch: Any
+) -> None:
+    import muster.spark.connector as connector
+
+    monkeypatch.setattr(connector, "has_kafka_connector", lambda _spark: False)
+    broker, _ = churned
+    args = ["analyze", "-b", broker.bootstrap, "--out", str(tmp_path), "--source", "kafka", "-q"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("error: --source kafka: Spark's Kafka connector")
+    assert "MUSTER_SPARK_JARS" in line
+    assert not spark.sparkContext._jsc.sc().isStopped()  # the session is the test run's

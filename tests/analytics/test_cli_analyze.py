@@ -33,3 +33,28 @@ def test_spark_errors_shown_as_their_first_line_and_python_cause() -> None:
     )
     assert _headline(ValueError("one line")) == "one line"
     assert _headline(KeyError()) == "KeyError"
+
+
+def test_demo_source_kafka_without_jars_fails_in_one_line(tmp_path: Path) -> None:
+    env = {"MUSTER_SPARK_JARS": ""}
+    args = ["demo", "--data-dir", str(tmp_path / "d"), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(app, [*args, "--source", "kafka", "--exit"], env=env)
+    assert result.exit_code == 1
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("error: --source kafka: Spark's Kafka connector needs its jars")
+    assert not (tmp_path / "d").exists()  # before the broker started
+
+
+def test_spark_jars_from_files_and_folders(tmp_path: Path) -> None:
+    from muster.spark.connector import jars_from
+
+    (tmp_path / "b.jar").touch()
+    (tmp_path / "a.jar").touch()
+    (tmp_path / "notes.txt").touch()
+    one = tmp_path / "x" / "one.jar"
+    assert jars_from(f" {tmp_path} ,{one},") == [
+        str(tmp_path / "a.jar"),
+        str(tmp_path / "b.jar"),
+        str(one),
+    ]
+    assert jars_from(None) == [] == jars_from("")

@@ -25,14 +25,20 @@ class Produced:
 
 def read_sorted(spark: Any, bootstrap: str, topic: str, **options: str) -> list[Any]:
     """A batch read of `topic` through format("muster"), rows by partition and offset."""
+    df = batch_reader(spark, bootstrap, topic, "muster", **options)
+    return df.orderBy("partition", "offset").collect()  # type: ignore[no-any-return]
+
+
+def batch_reader(spark: Any, bootstrap: str, topic: str, fmt: str, **options: str) -> Any:
+    """The DataFrame of a batch read of `topic` through format(`fmt`)."""
     reader = (
-        spark.read.format("muster")
+        spark.read.format(fmt)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
     )
     for k, v in options.items():
         reader = reader.option(k, v)
-    return reader.load().orderBy("partition", "offset").collect()  # type: ignore[no-any-return]
+    return reader.load()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:

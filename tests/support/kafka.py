@@ -45,17 +45,27 @@ def kafka_lib() -> Path:
     from ~/.m2 by Maven on first use (~30 s the first time; .ci/install does it
     ahead)."""
     lib = cache_dir() / "kafka" / "lib"
-    marker = lib / f"kafka_2.13-{KAFKA_VERSION}.jar"
-    if marker.exists() and lib.stat().st_mtime >= POM.stat().st_mtime:
+    return maven_copy(POM, lib, f"kafka_2.13-{KAFKA_VERSION}.jar", "kafka.lib.dir", "kafka")
+
+
+def maven_copy(pom: Path, lib: Path, marker: str, lib_property: str, name: str) -> Path:
+    """`lib` filled with the jars `pom` declares (`mvn dependency:copy-dependencies`,
+    the pom's output folder given as -D`lib_property`), unless the jar `marker`
+    is there already and newer than the pom; one process at a time (`name`'s lock)."""
+
+    def fresh() -> bool:
+        return (lib / marker).exists() and lib.stat().st_mtime >= pom.stat().st_mtime
+
+    if fresh():
         return lib
-    with build_lock("kafka"):
-        if not marker.exists() or lib.stat().st_mtime < POM.stat().st_mtime:
-            cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies"]
-            cmd.append(f"-Dkafka.lib.dir={lib}")
+    with build_lock(name):
+        if not fresh():
+            cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"]
+            cmd.append(f"-D{lib_property}={lib}")
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode != 0 or not marker.exists():
+            if done.returncode != 0 or not (lib / marker).exists():
                 raise RuntimeError(
-                    f"resolving Kafka {KAFKA_VERSION} with Maven failed ({done.returncode}):\n"
+                    f"resolving {pom} with Maven failed ({done.returncode}):\n"
                     f"{(done.stdout + done.stderr)[-2000:]}"
                 )
             os.utime(lib)

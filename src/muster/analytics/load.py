@@ -1,8 +1,10 @@
 """Reading topics into DataFrames of the Kafka source's schema.
 
 `source_loader` goes through the `muster` Spark source (the normal path);
-`client_loader` reads with muster's own client on the driver and is kept for
-brokers or set-ups where the source cannot be used. Both read each topic from
+`kafka_loader` through Spark's own Kafka connector, where its jars are on the
+session's classpath (muster.spark.connector); `client_loader` reads with
+muster's own client on the driver and is kept for brokers or set-ups where the
+source cannot be used. Both read each topic from
 its log start to its high watermark at the time of the call.
 """
 
@@ -46,6 +48,58 @@ def source_loader(
 
     load.description = "muster Spark source"  # type: ignore[attr-defined]
     return load
+
+
+def kafka_loader(
+    spark: SparkSession, bootstrap: str, props: Mapping[str, str] | None = None
+) -> Loader:
+    """Batch reads through Spark's own `spark.read.format("kafka")`; raises
+    muster.spark.connector.ConnectorMissing (one line) when the session lacks it.
+
+    The connector drops internal topics (__consumer_offsets,
+    __muster_group_events: the metadata marks them so) from `subscribe` and
+    `assign` alike, so those two are read through the muster source."""
+    from muster.spark.connector import require_kafka_connector
+
+    require_kafka_connector(spark)
+    internal = source_loader(spark, bootstrap, props)
+
+    def load(topics: list[str]) -> DataFrame:
+        data = [t for t in topics if not t.startswith("__")]
+        frames = [internal(sorted(set(topics) - set(data)))] if len(data) < len(topics) else []
+        if data:
+            frames.append(
+                spark.read.format("kafka")
+                .option("kafka.bootstrap.servers", bootstrap)
+                .options(**{f"kafka.{k}": v for k, v in (props or {}).items()})
+                .option("subscribe", ",".join(data))
+                .option("startingOffsets", "earliest")
+                .option("endingOffsets", "latest")
+                .option("failOnDataLoss", "false")  # deleted records leave gaps: not a loss here
+                .load()
+                .select(*KAFKA_SCHEMA.fieldNames())
+            )
+        if not frames:
+            return spark.createDataFrame([], KAFKA_SCHEMA)
+        out = frames[0]
+        for frame in frames[1:]:
+            out = out.unionByName(frame)
+        return out
+
+    load.description = "Spark Kafka connector (internal topics: muster Spark source)"  # type: ignore[attr-defined]
+    return load
+
+
+def loader_for(
+    spark: SparkSession, bootstrap: str, source: str, props: Mapping[str, str] | None = None
+) -> Loader:
+    """The Spark loader of `source`: "muster" (format("muster"), no JVM jars) or
+    "kafka" (Spark's connector)."""
+    if source == "kafka":
+        return kafka_loader(spark, bootstrap, props)
+    if source == "muster":
+        return source_loader(spark, bootstrap, props)
+    raise ValueError(f"unknown source {source!r}: muster or kafka")
 
 
 def client_loader(

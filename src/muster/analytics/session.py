@@ -30,9 +30,15 @@ def _log_config() -> str:
     return str(path)
 
 
-def start_session(master: str = "local[*]", app_name: str = "muster-analyze") -> tuple[Any, bool]:
+def start_session(
+    master: str = "local[*]", app_name: str = "muster-analyze", jars: list[str] | None = None
+) -> tuple[Any, bool]:
     """(session, started): an active session in this process is reused (and
-    `started` is False: its owner stops it), else a local one is started."""
+    `started` is False: its owner stops it), else a local one is started with
+    `jars` as spark.jars (by default those MUSTER_SPARK_JARS names: Spark's
+    Kafka connector, muster.spark.connector)."""
+    from muster.spark.connector import configured_jars
+
     # Python workers must run this interpreter, where muster is importable.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -41,8 +47,12 @@ def start_session(master: str = "local[*]", app_name: str = "muster-analyze") ->
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
+    jars = configured_jars() if jars is None else jars
+    builder = SparkSession.builder
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     spark = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         # our own progress bar shows the stages; Spark's would interleave with it

@@ -40,6 +40,11 @@ class Reader(StrEnum):
     client = "client"
 
 
+class Source(StrEnum):
+    muster = "muster"
+    kafka = "kafka"
+
+
 def analyze(
     out_dir: Annotated[
         Path,
@@ -73,6 +78,14 @@ def analyze(
             help="Read topics through the muster Spark source, or with a client on the driver.",
         ),
     ] = Reader.source,
+    source: Annotated[
+        Source,
+        typer.Option(
+            "--source",
+            help="The Spark source --reader source reads with: muster's own (no JVM jars), "
+            "or Spark's Kafka connector (its jars named by MUSTER_SPARK_JARS).",
+        ),
+    ] = Source.muster,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     command_config: CommandConfigOption = None,
     properties: PropertyOption = None,
@@ -97,9 +110,11 @@ def analyze(
         console = Console(file=display, highlight=False)
         with console.status("Starting Spark…"):
             spark, started = start_session(master)
+        from muster.spark.connector import ConnectorMissing
+
         try:
             loader = (
-                load.source_loader(spark, bootstrap, props)
+                load.loader_for(spark, bootstrap, source.value, props)
                 if reader is Reader.source
                 else load.client_loader(spark, bootstrap, props=props)
             )
@@ -111,6 +126,8 @@ def analyze(
                 progress=False if quiet else console,
                 loader=loader,
             )
+        except ConnectorMissing as exc:
+            failure = f"--source kafka: {exc}"
         except Exception as exc:
             failure = f"analysis failed: {_headline(exc)}"
         else:

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from muster.cli.analyze import Source
+
 
 def register(app: typer.Typer) -> None:
     @app.command("demo")
@@ -33,14 +35,32 @@ def register(app: typer.Typer) -> None:
                 help="Keep an earlier demo run's data (by default each run starts empty).",
             ),
         ] = False,
+        source: Annotated[
+            Source,
+            typer.Option(
+                "--source",
+                help="The Spark source: muster's own (no JVM jars) or kafka, Spark's "
+                "Kafka connector (its jars named by MUSTER_SPARK_JARS).",
+            ),
+        ] = Source.muster,
     ) -> None:
         """Start the broker, produce, churn a consumer group, run the Spark pipeline and report."""
         from muster.cli._common import fail, require_spark
 
         require_spark("demo")
+        if source is Source.kafka:
+            from muster.spark.connector import configured_jars
+
+            if not configured_jars():
+                fail(
+                    "--source kafka: Spark's Kafka connector needs its jars: set "
+                    "MUSTER_SPARK_JARS (e.g. to .cache/spark-kafka/lib from "
+                    "`make spark-kafka-jars`)"
+                )
         from muster import demo as demo_module
         from muster.config import load_config
         from muster.server.startup import StartupError
+        from muster.spark.connector import ConnectorMissing
 
         config = load_config(
             None,
@@ -48,6 +68,8 @@ def register(app: typer.Typer) -> None:
             **{"log.dirs": str(data_dir), "listeners": f"PLAINTEXT://{listen}"},
         )
         try:
-            demo_module.run(config, keep_serving, out_dir, keep_data)
+            demo_module.run(config, keep_serving, out_dir, keep_data, source.value)
         except StartupError as exc:
             fail(str(exc))
+        except ConnectorMissing as exc:
+            fail(f"--source kafka: {exc}")

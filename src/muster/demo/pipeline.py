@@ -4,7 +4,9 @@ It reads `demo.orders` through muster's data source (the same options as
 Spark's Kafka source), writes the parsed orders to Parquet with the file
 sink (exactly once, through its checkpoint), commits its progress to a
 consumer group so that `muster groups describe` shows its lag, then
-aggregates revenue per customer into a second Parquet table.
+aggregates revenue per customer into a second Parquet table. With
+source="kafka" the same job reads through Spark's own Kafka connector, which
+commits nothing: its consumers only carry the group id (`kafka.group.id`).
 """
 
 from __future__ import annotations
@@ -27,21 +29,28 @@ class RevenueResult:
     top_customers: list[tuple[str, int, int]]  # customer, orders, revenue
 
 
-def run_revenue_job(spark: Any, bootstrap: str, out_dir: Path) -> RevenueResult:
+def run_revenue_job(
+    spark: Any, bootstrap: str, out_dir: Path, source: str = "muster"
+) -> RevenueResult:
     from pyspark.sql import functions as F
 
     import muster.spark
 
-    muster.spark.register(spark)
     orders_path = out_dir / "orders.parquet"
     revenue_path = out_dir / "revenue_by_customer.parquet"
+    if source == "kafka":
+        from muster.spark.connector import require_kafka_connector
+
+        require_kafka_connector(spark)
+        reader = spark.readStream.format("kafka").option("kafka.group.id", SPARK_GROUP)
+    else:
+        muster.spark.register(spark)
+        reader = spark.readStream.format("muster").option("commitToGroup", SPARK_GROUP)
     stream = (
-        spark.readStream.format("muster")
-        .option("kafka.bootstrap.servers", bootstrap)
+        reader.option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", TOPIC)
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", 4000)
-        .option("commitToGroup", SPARK_GROUP)
         .load()
     )
     orders = stream.select(

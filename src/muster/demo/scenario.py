@@ -114,8 +114,13 @@ def churn_group(bootstrap: str, console: Console) -> None:
     _show(console, "why the group rebalanced (from __muster_group_events)", table)
 
 
-def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
+def run_spark_stage(
+    bootstrap: str, out_dir: Path, console: Console, source: str = "muster"
+) -> None:
+    """The streaming job and the analytics, reading through `source`: muster's
+    Spark source, or Spark's own Kafka connector ("kafka")."""
     from muster.analytics.job import run_analysis
+    from muster.analytics.load import loader_for
     from muster.analytics.session import start_session, stop_session
     from muster.cli.analyze import print_summary
     from muster.demo.pipeline import run_revenue_job
@@ -124,7 +129,7 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
         spark, _started = start_session("local[2]", "muster-demo")
     try:
         with step(console, "Spark Structured Streaming: orders topic -> Parquet"):
-            result = run_revenue_job(spark, bootstrap, out_dir / "pipeline")
+            result = run_revenue_job(spark, bootstrap, out_dir / "pipeline", source)
         table = Table()
         for column in ("customer", "orders", "revenue"):
             table.add_column(column, justify="left" if column == "customer" else "right")
@@ -133,7 +138,12 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
         _show(console, f"revenue by customer (top 5 of {result.orders} orders)", table)
         console.print(
             f"the streaming job read {result.orders} orders in {result.batches} micro-batches "
-            f"into {result.orders_path}; it committed its progress to group {SPARK_GROUP}"
+            f"into {result.orders_path}; "
+            + (
+                f"it committed its progress to group {SPARK_GROUP}"
+                if source == "muster"
+                else f"through Spark's Kafka connector, as group {SPARK_GROUP} (no commits)"
+            )
         )
         with (
             step(console, "rebalance and lag analytics on Spark")
@@ -146,6 +156,7 @@ def run_spark_stage(bootstrap: str, out_dir: Path, console: Console) -> None:
                 out_dir / "analysis",
                 groups=[GROUP, SPARK_GROUP],
                 progress=console if console.is_terminal else None,
+                loader=loader_for(spark, bootstrap, source),
             )
         print_summary(analysis)
     finally:
@@ -159,6 +170,7 @@ def run(
     keep_serving: bool,
     out_dir: Path = Path("muster-demo"),
     keep_data: bool = False,
+    source: str = "muster",
 ) -> None:
     console = Console()
     # Refuse a taken port before touching the data directory (StartupError).
@@ -183,7 +195,7 @@ def run(
         spark_log = out_dir / "spark.log"
         console.print(f"Spark's own log goes to {spark_log}", soft_wrap=True)
         with jvm_stderr_to(spark_log):  # Spark's JVM inherits fd 2
-            run_spark_stage(bootstrap, out_dir, console)
+            run_spark_stage(bootstrap, out_dir, console, source)
         look_further = [
             ("the report: rebalances by cause, lag curves", f"open {out_dir}/analysis/report.html"),
             ("the last rebalances in plain words", f"muster groups explain {GROUP} -b {bootstrap}"),
