@@ -87,7 +87,7 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(12, "Heartbeat", 0, 4, "groups:handle_heartbeat", serial=True),
     ApiEntry(13, "LeaveGroup", 0, 5, "groups:handle_leave_group", serial=True),
     ApiEntry(14, "SyncGroup", 0, 5, "groups:handle_sync_group", serial=True),
-    ApiEntry(15, "DescribeGroups", 0, 5, "groups:handle_describe_groups"),
+    ApiEntry(15, "DescribeGroups", 0, 6, "groups:handle_describe_groups"),
     ApiEntry(16, "ListGroups", 0, 5, "groups:handle_list_groups"),
     ApiEntry(42, "DeleteGroups", 0, 2, "groups:handle_delete_groups", serial=True),
     ApiEntry(47, "OffsetDelete", 0, 0, "groups:handle_offset_delete", serial=True),
