@@ -454,7 +454,7 @@ def mask(text: str, name: str = "") -> str:
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text)
     text = re.sub(r"\tat [^\n]*\n", "", text)  # stack frames
     if name in UNORDERED:
-        text = "\n".join(sorted(text.splitlines()))
+        text = "\n".join(sorted(line.strip() for line in text.splitlines()))
     return text
 
 
