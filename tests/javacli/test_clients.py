@@ -23,7 +23,9 @@ def test_java_clients_see_on_muster_what_they_see_on_kafka(pair: Pair) -> None:
     # Kafka 4.4 runs transactions version 2 (KIP-890): the fenced producer's next
     # send fails with INVALID_PRODUCER_EPOCH; muster serves version 1, where
     # AddPartitionsToTxn answers PRODUCER_FENCED (conformance/DIFFERENCES.md)
-    assert kafka["transactional"].pop("fenced") == "ExecutionException/InvalidProducerEpochException"
+    assert (
+        kafka["transactional"].pop("fenced") == "ExecutionException/InvalidProducerEpochException"
+    )
     assert muster["transactional"].pop("fenced") == "ExecutionException/ProducerFencedException"
     assert muster == kafka
     for protocol in ("eager", "cooperative", "consumer"):
