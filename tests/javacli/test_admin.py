@@ -18,13 +18,7 @@ MUSTER_ONLY: dict[str, dict[str, Any]] = {
     for name, api in {
         "describeLogDirs": "DESCRIBE_LOG_DIRS",
         "describeProducers": "DESCRIBE_PRODUCERS",
-        "listTransactions": "LIST_TRANSACTIONS",
-        "describeTransactions": "DESCRIBE_TRANSACTIONS",
-        "describeTransactions-nosuch": "DESCRIBE_TRANSACTIONS",
         "describeClientQuotas": "DESCRIBE_CLIENT_QUOTAS",
-        "listPartitionReassignments": "LIST_PARTITION_REASSIGNMENTS",
-        "electLeaders-preferred": "ELECT_LEADERS",
-        "electLeaders-unclean": "ELECT_LEADERS",
     }.items()
 }
 # muster finalizes no feature levels (no KRaft metadata.version and friends)

@@ -100,6 +100,12 @@ ENTRIES: tuple[ApiEntry, ...] = (
         serial=True,
     ),
     ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "consumer_groups:handle_consumer_group_describe"),
+    ApiEntry(65, "DescribeTransactions", 0, 0, "transactions:handle_describe_transactions"),
+    ApiEntry(66, "ListTransactions", 0, 1, "transactions:handle_list_transactions"),
+    ApiEntry(43, "ElectLeaders", 0, 2, "replicas:handle_elect_leaders", serial=True),
+    ApiEntry(
+        46, "ListPartitionReassignments", 0, 0, "replicas:handle_list_partition_reassignments"
+    ),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(

@@ -1,0 +1,35 @@
+"""Kafka's system-test workload on muster (short version of
+conformance/verifiable_bounce.py, which also runs it on Kafka 4.4 for
+comparison): VerifiableProducer at a fixed rate, two VerifiableConsumers in a
+cooperative-sticky classic group, one bounced cleanly, one kill -9ed, then the
+broker kill -9ed and restarted; every acknowledged record consumed, committed
+offsets never backwards, no partition owned by two members at once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.verifiable_bounce import run
+from tests.support.brokers import MusterProcess
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[MusterProcess]:
+    muster = MusterProcess(tmp_path / "data").start()
+    try:
+        yield muster
+    finally:
+        muster.close()
+
+
+def test_verifiable_consumers_bounced_and_broker_kill_9(broker: MusterProcess) -> None:
+    report = run(broker, "muster", "classic", messages=800, throughput=100)
+    summary = report.summary()
+    assert report.ok, json.dumps(summary, indent=1)
+    assert report.acked == 800
+    assert summary["events"]["offsets_committed"] > 0
+    assert summary["events"]["partitions_assigned"] >= 4
