@@ -8,26 +8,13 @@ offsets never backwards, no partition owned by two members at once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from conformance.verifiable_bounce import run
 from tests.support.brokers import MusterProcess
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[MusterProcess]:
-    muster = MusterProcess(tmp_path / "data").start()
-    try:
-        yield muster
-    finally:
-        muster.close()
-
-
-def test_verifiable_consumers_bounced_and_broker_kill_9(broker: MusterProcess) -> None:
-    report = run(broker, "muster", "classic", messages=800, throughput=100)
+def test_verifiable_consumers_bounced_and_broker_kill_9(muster: MusterProcess) -> None:
+    report = run(muster, "muster", "classic", messages=800, throughput=100)
     summary = report.summary()
     assert report.ok, json.dumps(summary, indent=1)
     assert report.acked == 800
