@@ -240,10 +240,11 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> dict[st
             "error_code": ErrorCode.none,
             "transactional_id": txn_id,
             "transaction_state": "",
+            # an error's entry keeps the schema's defaults, 0, as Kafka's does
             "transaction_timeout": 0,
-            "transaction_start_time": -1,
-            "producer_id": -1,
-            "producer_epoch": -1,
+            "transaction_start_time": 0,
+            "producer_id": 0,
+            "producer_epoch": 0,
             "topics": [],
         }
         if not authz.transactional_id(ctx, Operation.DESCRIBE, txn_id):
