@@ -17,7 +17,6 @@ MUSTER_ONLY: dict[str, dict[str, Any]] = {
     name: {"error": UNSUPPORTED, "message": f"The node does not support {api}"}
     for name, api in {
         "describeLogDirs": "DESCRIBE_LOG_DIRS",
-        "describeProducers": "DESCRIBE_PRODUCERS",
         "describeClientQuotas": "DESCRIBE_CLIENT_QUOTAS",
     }.items()
 }

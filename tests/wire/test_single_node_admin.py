@@ -1,7 +1,8 @@
 """Requests a single-node Kafka answers without doing anything, answered the
 same way by muster (raw frames; the Java Admin's view of them is in
 tests/javacli/test_admin.py): ElectLeaders, ListPartitionReassignments,
-ListTransactions and DescribeTransactions with nothing to report, and
+ListTransactions, DescribeTransactions and DescribeProducers with nothing to
+report, and
 DescribeGroups v6 on an unknown group."""
 
 from __future__ import annotations
@@ -80,3 +81,17 @@ def test_describe_groups_v6_unknown_group(shared_muster: MusterProcess) -> None:
     assert v6.error_message == "Group nosuch-group not found."
     v5 = call(shared_muster.port, 15, 5, body).groups[0]
     assert (v5.error_code, v5.group_state) == (ErrorCode.none, "Dead")
+
+
+def test_describe_producers(shared_muster: MusterProcess) -> None:
+    create_topic(shared_muster.bootstrap, "producers-t")
+    body = {
+        "topics": [
+            {"name": "producers-t", "partition_indexes": [0]},
+            {"name": "producers-nosuch", "partition_indexes": [0]},
+        ]
+    }
+    answer = call(shared_muster.port, 61, 0, body)
+    known, unknown = (t.partitions[0] for t in answer.topics)
+    assert (known.error_code, known.active_producers) == (ErrorCode.none, ())
+    assert unknown.error_code == ErrorCode.unknown_topic_or_partition

@@ -100,6 +100,7 @@ ENTRIES: tuple[ApiEntry, ...] = (
         serial=True,
     ),
     ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "consumer_groups:handle_consumer_group_describe"),
+    ApiEntry(61, "DescribeProducers", 0, 0, "transactions:handle_describe_producers"),
     ApiEntry(65, "DescribeTransactions", 0, 0, "transactions:handle_describe_transactions"),
     ApiEntry(66, "ListTransactions", 0, 1, "transactions:handle_list_transactions"),
     ApiEntry(43, "ElectLeaders", 0, 2, "replicas:handle_elect_leaders", serial=True),
