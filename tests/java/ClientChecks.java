@@ -150,12 +150,12 @@ public class ClientChecks {
         produce(topic, 100, "a");
         Member one = new Member("one", consumer(group, protocol, assignor, new Properties()));
         one.consumer.subscribe(List.of(topic), one);
-        long deadline = System.currentTimeMillis() + 30000;
+        long deadline = System.currentTimeMillis() + 60000;
         while (one.consumer.assignment().size() < 4 && System.currentTimeMillis() < deadline) one.poll();
         out.put("one_alone", names(one.consumer.assignment()));
         Member two = new Member("two", consumer(group, protocol, assignor, new Properties()));
         two.consumer.subscribe(List.of(topic), two);
-        deadline = System.currentTimeMillis() + 30000;
+        deadline = System.currentTimeMillis() + 60000;
         boolean overlap = false;
         while (System.currentTimeMillis() < deadline) {
             one.poll();
@@ -173,7 +173,7 @@ public class ClientChecks {
         out.put("union_shared", names(union));
         produce(topic, 100, "b");
         one.consumer.close();
-        deadline = System.currentTimeMillis() + 30000;
+        deadline = System.currentTimeMillis() + 60000;
         while (System.currentTimeMillis() < deadline) {
             two.poll();
             Set<String> all = new HashSet<>(one.values);
@@ -262,7 +262,7 @@ public class ClientChecks {
             producer.initTransactions();
             consumer.subscribe(List.of(in));
             List<ConsumerRecord<String, String>> got = new ArrayList<>();
-            long deadline = System.currentTimeMillis() + 30000;
+            long deadline = System.currentTimeMillis() + 60000;
             while (got.size() < 10 && System.currentTimeMillis() < deadline) {
                 consumer.poll(Duration.ofMillis(200)).forEach(got::add);
             }

@@ -27,7 +27,7 @@ def test_java_clients_see_on_muster_what_they_see_on_kafka(pair: Pair) -> None:
         kafka["transactional"].pop("fenced") == "ExecutionException/InvalidProducerEpochException"
     )
     assert muster["transactional"].pop("fenced") == "ExecutionException/ProducerFencedException"
-    assert muster == kafka
+    assert muster == kafka, f"muster {muster}\nkafka  {kafka}"
     for protocol in ("eager", "cooperative", "consumer"):
         seen = muster[protocol]
         assert seen == {

@@ -427,7 +427,8 @@ EXIT_DIFFERS = {
     "cfg-quota",
 }
 # kafka-acls prints the ACLs of a resource in the order of a hash set
-UNORDERED = {name for name, tool, _, _ in SCRIPT if tool == ACLS}
+# and kafka-consumer-groups --describe --all-groups the groups in the order of one
+UNORDERED = {name for name, tool, _, _ in SCRIPT if tool == ACLS} | {"describe-all"}
 
 
 def mask(text: str, name: str = "") -> str:
