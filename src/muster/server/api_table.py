@@ -87,7 +87,7 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(12, "Heartbeat", 0, 4, "groups:handle_heartbeat", serial=True),
     ApiEntry(13, "LeaveGroup", 0, 5, "groups:handle_leave_group", serial=True),
     ApiEntry(14, "SyncGroup", 0, 5, "groups:handle_sync_group", serial=True),
-    ApiEntry(15, "DescribeGroups", 0, 5, "groups:handle_describe_groups"),
+    ApiEntry(15, "DescribeGroups", 0, 6, "groups:handle_describe_groups"),
     ApiEntry(16, "ListGroups", 0, 5, "groups:handle_list_groups"),
     ApiEntry(42, "DeleteGroups", 0, 2, "groups:handle_delete_groups", serial=True),
     ApiEntry(47, "OffsetDelete", 0, 0, "groups:handle_offset_delete", serial=True),
@@ -102,6 +102,13 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "consumer_groups:handle_consumer_group_describe"),
     ApiEntry(60, "DescribeCluster", 0, 2, "cluster_admin:handle_describe_cluster"),
     ApiEntry(35, "DescribeLogDirs", 1, 4, "cluster_admin:handle_describe_log_dirs"),
+    ApiEntry(61, "DescribeProducers", 0, 0, "transactions:handle_describe_producers"),
+    ApiEntry(65, "DescribeTransactions", 0, 0, "transactions:handle_describe_transactions"),
+    ApiEntry(66, "ListTransactions", 0, 1, "transactions:handle_list_transactions"),
+    ApiEntry(43, "ElectLeaders", 0, 2, "replicas:handle_elect_leaders", serial=True),
+    ApiEntry(
+        46, "ListPartitionReassignments", 0, 0, "replicas:handle_list_partition_reassignments"
+    ),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(

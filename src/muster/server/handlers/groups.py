@@ -434,6 +434,9 @@ async def handle_offset_delete(ctx: RequestContext, req: Any) -> dict[str, Any]:
 # ---- DescribeGroups / ListGroups / DeleteGroups ------------------------------
 
 
+GROUP_ID_NOT_FOUND = int(ErrorCode.group_id_not_found)
+
+
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include_ops = bool(getattr(req, "include_authorized_operations", False))
 
@@ -452,6 +455,11 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> dict[str, Any
                 "authorized_operations": rs.AUTHORIZED_OPERATIONS_OMITTED,
             }
         out = _asdict(resp.groups[0])
+        if ctx.api_version >= 6 and out["error_code"] == 0 and out["group_state"] == "Dead":
+            # v6 (KIP-1043): a group the coordinator does not know is an error,
+            # as Kafka answers, not a Dead group without members.
+            out["error_code"] = GROUP_ID_NOT_FOUND
+            out["error_message"] = f"Group {group_id} not found."
         if include_ops and out["error_code"] == 0:
             out["authorized_operations"] = authz.operations(ctx, authz.GROUP, group_id)
         return out

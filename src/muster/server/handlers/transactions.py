@@ -183,3 +183,142 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> dict[str, A
     except CoordinatorLoading:
         topics = _failed(req.topics, lambda _t: LOADING)
     return {"throttle_time": 0, "topics": topics}
+
+
+# ---- ListTransactions / DescribeTransactions (KIP-664, kafka-transactions) ----
+
+# Kafka's names of the transaction states (TransactionState.java)
+STATE_NAMES = {
+    0: "Empty",
+    1: "Ongoing",
+    2: "PrepareCommit",
+    3: "PrepareAbort",
+    4: "CompleteCommit",
+    5: "CompleteAbort",
+    6: "Dead",
+    7: "PrepareEpochFence",
+}
+TXN_ID_NOT_FOUND = int(ErrorCode.transactional_id_not_found)
+
+
+async def handle_list_transactions(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    import time
+
+    coordinator = _ready(ctx)
+    if coordinator is None:
+        return {
+            "throttle_time": 0,
+            "error_code": LOADING,
+            "unknown_state_filters": [],
+            "transaction_states": [],
+        }
+    known = set(STATE_NAMES.values())
+    states = set(req.state_filters or ())
+    producers = set(req.producer_id_filters or ())
+    # v1 (KIP-994): only transactions running for longer than this many ms
+    duration = int(getattr(req, "duration_filter", -1) or -1)
+    now_ms = int(time.time() * 1000)
+    listed = []
+    for txn_id, meta in sorted(coordinator.txns.items()):
+        state = STATE_NAMES.get(int(meta.status), "Unknown")
+        if states and state not in states:
+            continue
+        if producers and meta.producer_id not in producers:
+            continue
+        if duration >= 0 and (meta.start_ms < 0 or now_ms - meta.start_ms <= duration):
+            continue
+        if not authz.transactional_id(ctx, Operation.DESCRIBE, txn_id):
+            continue
+        listed.append(
+            {
+                "transactional_id": txn_id,
+                "producer_id": meta.producer_id,
+                "transaction_state": state,
+            }
+        )
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "unknown_state_filters": sorted(states - known),
+        "transaction_states": listed,
+    }
+
+
+async def handle_describe_transactions(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    coordinator = _ready(ctx)
+
+    def one(txn_id: str) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "error_code": ErrorCode.none,
+            "transactional_id": txn_id,
+            "transaction_state": "",
+            # an error's entry keeps the schema's defaults, 0, as Kafka's does
+            "transaction_timeout": 0,
+            "transaction_start_time": 0,
+            "producer_id": 0,
+            "producer_epoch": 0,
+            "topics": [],
+        }
+        if not authz.transactional_id(ctx, Operation.DESCRIBE, txn_id):
+            answer["error_code"] = TXN_DENIED
+            return answer
+        if coordinator is None:
+            answer["error_code"] = LOADING
+            return answer
+        meta = coordinator.txns.get(txn_id)
+        if meta is None:
+            answer["error_code"] = TXN_ID_NOT_FOUND
+            return answer
+        topics: dict[str, list[int]] = {}
+        for topic, partition in sorted(meta.partitions):
+            if authz.topic(ctx, Operation.DESCRIBE, topic, False):
+                topics.setdefault(topic, []).append(partition)
+        answer.update(
+            transaction_state=STATE_NAMES.get(int(meta.status), "Unknown"),
+            transaction_timeout=meta.timeout_ms,
+            transaction_start_time=meta.start_ms,
+            producer_id=meta.producer_id,
+            producer_epoch=meta.producer_epoch,
+            topics=[{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        )
+        return answer
+
+    return {"throttle_time": 0, "transaction_states": [one(t) for t in req.transactional_ids]}
+
+
+async def handle_describe_producers(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    """The active producers of each partition (kafka-transactions
+    describe-producers, Admin.describeProducers): READ on the topic, as Kafka."""
+    topics = []
+    for topic in req.topics:
+        allowed = authz.topic(ctx, Operation.READ, topic.name)
+        parts = []
+        for index in topic.partition_indexes:
+            entry: dict[str, Any] = {
+                "partition_index": index,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "active_producers": [],
+            }
+            plog = ctx.state.logs.get(topic.name, index)
+            if not allowed:
+                entry["error_code"] = TOPIC_DENIED
+            elif plog is None:
+                entry["error_code"] = ErrorCode.unknown_topic_or_partition
+            else:
+                manager = getattr(plog, "producers", None)
+                producers = dict(manager.producers) if manager is not None else {}
+                entry["active_producers"] = [
+                    {
+                        "producer_id": pid,
+                        "producer_epoch": state.epoch,
+                        "last_sequence": state.last_seq,
+                        "last_timestamp": state.last_timestamp,
+                        "coordinator_epoch": -1,
+                        "current_txn_start_offset": state.txn_first_offset,
+                    }
+                    for pid, state in sorted(producers.items())
+                ]
+            parts.append(entry)
+        topics.append({"name": topic.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,0 +1,97 @@
+"""Requests a single-node Kafka answers without doing anything, answered the
+same way by muster (raw frames; the Java Admin's view of them is in
+tests/javacli/test_admin.py): ElectLeaders, ListPartitionReassignments,
+ListTransactions, DescribeTransactions and DescribeProducers with nothing to
+report, and
+DescribeGroups v6 on an unknown group."""
+
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.errors import ErrorCode
+
+from tests.support.brokers import MusterProcess
+from tests.wire.clients import create_topic
+from tests.wire.test_read_committed import call
+
+TIMEOUT = datetime.timedelta(seconds=5)
+
+
+def test_elect_leaders_is_never_needed_on_one_node(shared_muster: MusterProcess) -> None:
+    create_topic(shared_muster.bootstrap, "elect-t", partitions=2)
+    for version in (0, 1, 2):
+        body = {
+            "election_type": 0,
+            "topic_partitions": [
+                {"topic": "elect-t", "partitions": [0, 1]},
+                {"topic": "elect-nosuch", "partitions": [0]},
+            ],
+            "timeout": TIMEOUT,
+        }
+        if version == 0:
+            del body["election_type"]
+        answer = call(shared_muster.port, 43, version, body)
+        results = {
+            (r.topic, p.partition_id): p.error_code
+            for r in answer.replica_election_results
+            for p in r.partition_result
+        }
+        assert results == {
+            ("elect-t", 0): ErrorCode.election_not_needed,
+            ("elect-t", 1): ErrorCode.election_not_needed,
+            ("elect-nosuch", 0): ErrorCode.unknown_topic_or_partition,
+        }, version
+    every = call(
+        shared_muster.port,
+        43,
+        2,
+        {"election_type": 1, "topic_partitions": None, "timeout": TIMEOUT},
+    )
+    assert every.error_code == ErrorCode.none and every.replica_election_results == ()
+
+
+def test_nothing_is_reassigned(shared_muster: MusterProcess) -> None:
+    answer = call(shared_muster.port, 46, 0, {"timeout": TIMEOUT, "topics": None})
+    assert answer.error_code == ErrorCode.none and answer.topics == ()
+
+
+def test_transactions_listed_and_described(shared_muster: MusterProcess) -> None:
+    listed = call(
+        shared_muster.port,
+        66,
+        1,
+        {
+            "state_filters": ["Ongoing", "NoSuchState"],
+            "producer_id_filters": [],
+            "duration_filter": -1,
+        },
+    )
+    assert listed.error_code == ErrorCode.none
+    assert listed.unknown_state_filters == ("NoSuchState",)
+    assert listed.transaction_states == ()
+    described = call(shared_muster.port, 65, 0, {"transactional_ids": ["nosuch"]})
+    assert described.transaction_states[0].error_code == ErrorCode.transactional_id_not_found
+
+
+def test_describe_groups_v6_unknown_group(shared_muster: MusterProcess) -> None:
+    body = {"groups": ["nosuch-group"], "include_authorized_operations": False}
+    v6 = call(shared_muster.port, 15, 6, body).groups[0]
+    assert v6.error_code == ErrorCode.group_id_not_found
+    assert v6.error_message == "Group nosuch-group not found."
+    v5 = call(shared_muster.port, 15, 5, body).groups[0]
+    assert (v5.error_code, v5.group_state) == (ErrorCode.none, "Dead")
+
+
+def test_describe_producers(shared_muster: MusterProcess) -> None:
+    create_topic(shared_muster.bootstrap, "producers-t")
+    body = {
+        "topics": [
+            {"name": "producers-t", "partition_indexes": [0]},
+            {"name": "producers-nosuch", "partition_indexes": [0]},
+        ]
+    }
+    answer = call(shared_muster.port, 61, 0, body)
+    known, unknown = (t.partitions[0] for t in answer.topics)
+    assert (known.error_code, known.active_producers) == (ErrorCode.none, ())
+    assert unknown.error_code == ErrorCode.unknown_topic_or_partition
