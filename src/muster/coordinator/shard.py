@@ -32,10 +32,11 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
-from muster.coordinator.durable import durable_state  # noqa: F401  (its old home)
 from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
+from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.classic.timers import TimerHandler
 from muster.coordinator.groups.consumer import describe as consumer_describe
 from muster.coordinator.groups.consumer import shard_api as consumer
 from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
@@ -122,25 +123,16 @@ class CoordinatorShard:
             fx.schedule(tkey, deadline)  # fired early: keep waiting
             return self._result(fx)
         del self._timers[key]
-        if tkey is EXPIRE_OFFSETS_KEY or tkey.kind == EXPIRE_OFFSETS_KEY.kind:
-            done = self.offsets.expire(fx)
-            # an unfinished pass continues as soon as queued requests are served
-            delay = self.cfg.offsets_retention_check_interval_ms if done else 0
-            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + delay)
-            return self._result(fx)
-        if consumer.on_timer(self.store, fx, tkey):
-            return self._result(fx)
-        group = self.store.get(tkey.group_id)
-        if group is not None:
-            if tkey.kind == "heartbeat":
-                liveness.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
-            elif tkey.kind == "pending":
-                liveness.on_pending_timer(self.store, group, tkey.member_id, fx)
-            elif tkey.kind == "join":
-                rebalance.on_join_timer(self.store, group, fx)
-            elif tkey.kind == "sync":
-                liveness.on_sync_timer(self.store, group, fx)
+        on_timer = _TIMERS.get(tkey.kind)
+        if on_timer is not None:
+            on_timer(self, fx, tkey)
         return self._result(fx)
+
+    def _expire_offsets(self, fx: Effects, _key: TimerKey) -> None:
+        done = self.offsets.expire(fx)
+        # an unfinished pass continues as soon as queued requests are served
+        delay = self.cfg.offsets_retention_check_interval_ms if done else 0
+        fx.schedule(EXPIRE_OFFSETS_KEY, fx.now + delay)
 
     def abandon_write(self, token: int, now_ms: int) -> Result:
         """The latest append (step `token`) was refused at once: its consumer
@@ -299,13 +291,6 @@ class CoordinatorShard:
     def persisted(self, group_id: str) -> Any:
         """The group's last GroupMetadataValue in the log (None: none or tombstoned)."""
         return self.store.persisted(group_id)
-
-    def group_counts(self) -> dict[str, int]:
-        """Groups by state (for metrics); every state is present."""
-        counts = {state.value: 0 for state in S}
-        for group in self.store:
-            counts[group.state.value] += 1
-        return counts
 
     def pending_timers(self) -> dict[str, int]:
         return {k: deadline for k, (_, deadline) in self._timers.items()}
@@ -573,6 +558,19 @@ def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Ef
     )
     fx.reply(rid, dataclasses.replace(resp, topics=topics))
 
+
+def _in_store(on_timer: TimerHandler) -> Callable[[CoordinatorShard, Effects, TimerKey], None]:
+    return lambda shard, fx, key: on_timer(shard.store, fx, key)
+
+
+# what runs when a timer comes due, by its kind (`TimerKey.kind`): each group
+# kind brings its own rows; offset expiry is the shard's
+_TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
+    EXPIRE_OFFSETS_KEY.kind: CoordinatorShard._expire_offsets,
+    **{kind: _in_store(on) for kind, on in classic_timers.TIMERS.items()},
+    **{kind: _in_store(on) for kind, on in consumer.TIMERS.items()},
+}
+assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(consumer.TIMERS), "a kind twice"
 
 _HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
     rq.JoinGroup: CoordinatorShard._join,

@@ -7,7 +7,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 from muster.demo.settings import GROUP, client_config
 
 

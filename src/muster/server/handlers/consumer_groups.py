@@ -50,7 +50,9 @@ class TopicImage(Mapping[str, SubscribedTopic]):
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.state.extras["coordinator"]  # type: ignore[no-any-return]
+    coordinator = ctx.state.services.coordinator
+    assert coordinator is not None, "the broker makes it before it listens"
+    return coordinator
 
 
 def _ms(value: Any) -> int:

@@ -14,7 +14,9 @@ from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.members import schedule_heartbeat
+from muster.coordinator.groups.classic.timers import TimerHandler
 from muster.coordinator.groups.consumer import classic_members
 from muster.coordinator.groups.consumer import heartbeat as hb
 from muster.coordinator.groups.consumer.api import (
@@ -36,8 +38,7 @@ from muster.records.consumer_group_records import (
     decode_consumer_group_value,
 )
 
-CLASSIC_TIMER_KINDS = ("heartbeat", "pending", "join", "sync")
-TIMER_KINDS = ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync")
+CLASSIC_TIMER_KINDS = frozenset(classic_timers.TIMERS)
 
 
 def is_consumer_record(key: bytes) -> bool:
@@ -71,7 +72,7 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
                 # group made after the upgrade, reverted with it): that
                 # group's members are gone, so are their timers
                 fx.cancel(key)
-        if key.kind in TIMER_KINDS and key.group_id in group_ids:
+        if key.kind in TIMERS and key.group_id in group_ids:
             group = store.consumer.get(key.group_id)
             member = None if group is None else group.members.get(key.member_id)
             revoking = member is not None and member.state is MemberState.UNREVOKED_PARTITIONS
@@ -138,16 +139,25 @@ def describe(
     fx.reply(rid, type(resp)(groups))
 
 
-def on_timer(store: GroupStore, fx: Effects, key: TimerKey) -> bool:
-    if key.kind == "consumer-session":
-        hb.on_session_timer(store, fx, key.group_id, key.member_id)
-    elif key.kind == "consumer-revocation":
-        hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
-    elif key.kind in ("consumer-join", "consumer-sync"):
-        classic_members.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
-    else:
-        return False
-    return True
+def _session_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    hb.on_session_timer(store, fx, key.group_id, key.member_id)
+
+
+def _revocation_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
+
+
+def _classic_member_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    classic_members.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
+
+
+# the consumer groups' timers, by kind (see writes.py for their keys)
+TIMERS: dict[str, TimerHandler] = {
+    "consumer-session": _session_timer,
+    "consumer-revocation": _revocation_timer,
+    "consumer-join": _classic_member_timer,  # a classic member told to rejoin did not
+    "consumer-sync": _classic_member_timer,  # a classic member that joined did not sync
+}
 
 
 def arm_timers(store: GroupStore, fx: Effects) -> None:
