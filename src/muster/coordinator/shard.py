@@ -47,8 +47,6 @@ from muster.coordinator.offsets.state import CommittedOffset
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Record, Result, Schedule
 from muster.records.offsets_topic import (
-    GroupMetadataKey,
-    OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
     offset_commit_key_fields,
@@ -200,54 +198,30 @@ class CoordinatorShard:
         (`complete_write`). With `producer_id` it belongs to that producer's
         transaction and waits for the marker. While loading, the groups'
         transient state is rebuilt from the records too (Kafka's replay of
-        classic-group records); once serving, handlers own it."""
+        classic-group records); once serving, handlers own it. A key version
+        we do not know is skipped, like Kafka."""
         fields = offset_commit_key_fields(key)
-        if fields is None:
-            self.replay_other(key, value, offset, producer_id)
-        else:
+        if fields is not None:
             group_id, topic, partition = fields
             committed = (
                 None
                 if value is None
                 else CommittedOffset(*offset_commit_value_fields(value), offset)
             )
-            self._replay_offset(group_id, (topic, partition), committed, offset, producer_id)
+            self.offsets.replay_offset(group_id, (topic, partition), committed, offset, producer_id)
+            if self.loading and committed is not None:
+                self.store.get_or_create(group_id)  # offsets alone make a (simple) group
+        else:
+            k = decode_key(key)
+            if k is None:
+                consumer.replay(self.store, key, value)
+            else:  # a GroupMetadataKey
+                decoded = None if value is None else decode_group_metadata_value(value)
+                self.store.replay_metadata(k.group, decoded, offset)
+                if self.loading:
+                    self._load_group(k.group, decoded)
         if offset >= self.next_seq:
             self.next_seq = offset + 1
-
-    def _replay_offset(
-        self,
-        group_id: str,
-        tp: tuple[str, int],
-        committed: CommittedOffset | None,
-        seq: int,
-        producer_id: int | None,
-    ) -> None:
-        self.offsets.replay_offset(group_id, tp, committed, seq, producer_id)
-        if self.loading and committed is not None:
-            self.store.get_or_create(group_id)  # offsets alone make a (simple) group
-
-    def replay_other(
-        self, key: bytes, value: bytes | None, offset: int, producer_id: int | None
-    ) -> None:
-        """A key in a shape the offset fast path leaves alone: group metadata,
-        unusual offset commit keys, or a key version we do not know (skipped,
-        like Kafka)."""
-        k = decode_key(key)
-        if k is None:
-            consumer.replay(self.store, key, value)
-        elif type(k) is OffsetCommitKey:
-            committed = (
-                None
-                if value is None
-                else CommittedOffset(*offset_commit_value_fields(value), offset)
-            )
-            self._replay_offset(k.group, (k.topic, k.partition), committed, offset, producer_id)
-        elif isinstance(k, GroupMetadataKey):
-            decoded = None if value is None else decode_group_metadata_value(value)
-            self.store.replay_metadata(k.group, decoded, offset)
-            if self.loading:
-                self._load_group(k.group, decoded)
 
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
