@@ -32,20 +32,21 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
-from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
+from muster.coordinator.groups.classic import admin, rebalance
 from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.classic.timers import TimerHandler
 from muster.coordinator.groups.consumer import describe as consumer_describe
 from muster.coordinator.groups.consumer import shard_api as consumer
-from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.load import replay_latest
-from muster.coordinator.offsets.manager import OffsetManager, commit_response
+from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.offsets.state import CommittedOffset
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Record, Result, Schedule
+from muster.coordinator.routes import GROUP_ROWS, REFUSALS
 from muster.records.offsets_topic import (
     decode_group_metadata_value,
     decode_key,
@@ -104,11 +105,25 @@ class CoordinatorShard:
     # ---- the runtime's API -------------------------------------------------
 
     def handle(self, request_id: int, request: Any, now_ms: int) -> Result:
+        """Route a request once, on (group kind, request type) (`_ROUTES`): a
+        request for one group is first refused with its type's error answer
+        if this shard does not serve the group (`routes.REFUSALS`); requests
+        over several groups or none are the shard's own rows (kind None)."""
         fx = Effects(now_ms, self.next_seq)
-        handler = _HANDLERS.get(type(request))
-        if handler is None:
-            raise TypeError(f"not a coordinator request: {type(request).__name__}")
-        handler(self, fx, request_id, request)
+        t = type(request)
+        refuse = REFUSALS.get(t)
+        kind = None
+        if refuse is not None:
+            group_id = request.group_id
+            error = self._group_error(group_id, request)
+            if error is not None:
+                refuse(fx, request_id, request, error)
+                return self._result(fx)
+            kind = self.store.kind_of(group_id)
+        row = _ROUTES.get((kind, t))
+        if row is None:
+            raise TypeError(f"not a coordinator request: {t.__name__}")
+        row(self, fx, request_id, request)
         return self._result(fx)
 
     def on_timer(self, key: str, now_ms: int) -> Result:
@@ -327,79 +342,9 @@ class CoordinatorShard:
 
     # ---- dispatch ------------------------------------------------------------
 
-    def _consumer_heartbeat(self, fx: Effects, rid: int, req: ConsumerGroupHeartbeat) -> None:
-        consumer.heartbeat(self.store, fx, rid, req, self._group_error(req.group_id, req))
-
     def _consumer_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
         errors = [self._group_error(gid, req) for gid in req.group_ids]
         consumer.describe(self.store, fx, rid, req, errors)
-
-    def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        join.handle_join_group(self.store, fx, rid, req)
-
-    def _sync(self, fx: Effects, rid: int, req: rq.SyncGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            # Kafka: a SyncGroup during loading is told to rejoin
-            if error == E.COORDINATOR_LOAD_IN_PROGRESS:
-                error = E.REBALANCE_IN_PROGRESS
-            fx.reply(rid, rs.SyncGroupResponse(error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        sync.handle_sync_group(self.store, fx, rid, req)
-
-    def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            # Kafka answers heartbeats blindly while the partition loads
-            ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
-            fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        liveness.handle_heartbeat(self.store, fx, rid, req)
-
-    def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.LeaveGroupResponse(error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        leave.handle_leave_group(self.store, fx, rid, req)
-
-    def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
-        error = self._group_error(req.group_id, req)
-        cgroup = self.store.consumer.get(req.group_id)
-        if error is None and cgroup is not None:
-            error = consumer.validate_commit(self.store, cgroup, req)
-            if error is None:
-                self.offsets.store_offsets(req.group_id, fx, rid, req)
-                return
-        if error is not None:
-            fx.reply(rid, commit_response(req.topics, error))
-            return
-        self.offsets.commit(fx, rid, req)
-
-    def _txn_commit(self, fx: Effects, rid: int, req: rq.TxnOffsetCommit) -> None:
-        error = self._group_error(req.group_id, req)
-        cgroup = self.store.consumer.get(req.group_id)
-        if error is None and cgroup is not None:
-            error = consumer.validate_commit(self.store, cgroup, req)
-            if error is None:
-                self.offsets.txn_commit(fx, rid, req, validated=True)
-                return
-        if error is not None:
-            fx.reply(rid, commit_response(req.topics, error))
-            return
-        self.offsets.txn_commit(fx, rid, req)
 
     def _complete_txn(self, fx: Effects, rid: int, req: rq.CompleteTxn) -> None:
         self.offsets.complete_txn(fx, rid, req)
@@ -479,22 +424,6 @@ class CoordinatorShard:
         else:
             fx.after_durable(partial(_groups_deleted, rid, tuple(out)))
 
-    def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.OffsetDeleteResponse(error))
-            return
-        appended = len(fx.records)
-        cgroup = self.store.consumer.get(req.group_id)
-        if cgroup is not None:
-            resp = consumer.offset_delete(self.offsets, fx, cgroup, req)
-        else:
-            resp = self.offsets.offset_delete(fx, req)
-        if len(fx.records) == appended:
-            fx.reply(rid, resp)
-        else:
-            fx.after_durable(partial(_offsets_deleted, rid, resp))
-
 
 def _groups_deleted(
     rid: int, deleted: tuple[rs.DeletedGroup, ...], error: int, fx: Effects
@@ -512,27 +441,6 @@ def _groups_deleted(
     )
 
 
-def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Effects) -> None:
-    """OffsetDelete's tombstones are durable, or failed: then nothing was deleted."""
-    if error == E.NONE:
-        fx.reply(rid, resp)
-        return
-    failed = E.append_error_to_client(error)
-    topics = tuple(
-        rs.TopicErrors(
-            t.name,
-            tuple(
-                rs.PartitionError(
-                    p.partition_index, failed if p.error_code == E.NONE else p.error_code
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
-    fx.reply(rid, dataclasses.replace(resp, topics=topics))
-
-
 def _in_store(on_timer: TimerHandler) -> Callable[[CoordinatorShard, Effects, TimerKey], None]:
     return lambda shard, fx, key: on_timer(shard.store, fx, key)
 
@@ -546,19 +454,16 @@ _TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
 }
 assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(consumer.TIMERS), "a kind twice"
 
-_HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
-    rq.JoinGroup: CoordinatorShard._join,
-    rq.SyncGroup: CoordinatorShard._sync,
-    rq.Heartbeat: CoordinatorShard._heartbeat,
-    rq.LeaveGroup: CoordinatorShard._leave,
-    rq.OffsetCommit: CoordinatorShard._commit,
-    rq.OffsetFetch: CoordinatorShard._fetch,
-    rq.DescribeGroups: CoordinatorShard._describe,
-    rq.ListGroups: CoordinatorShard._list,
-    rq.DeleteGroups: CoordinatorShard._delete_groups,
-    rq.OffsetDelete: CoordinatorShard._offset_delete,
-    rq.TxnOffsetCommit: CoordinatorShard._txn_commit,
-    rq.CompleteTxn: CoordinatorShard._complete_txn,
-    ConsumerGroupHeartbeat: CoordinatorShard._consumer_heartbeat,
-    ConsumerGroupDescribe: CoordinatorShard._consumer_describe,
+
+# every coordinator request, by (group kind, request type): the groups' rows
+# (`routes.GROUP_ROWS`: one per kind and request type) and the shard's own
+# rows for requests over several groups or none (kind None)
+_ROUTES: dict[tuple[str | None, type], Callable[[CoordinatorShard, Effects, int, Any], None]] = {
+    **GROUP_ROWS,
+    (None, rq.OffsetFetch): CoordinatorShard._fetch,
+    (None, rq.DescribeGroups): CoordinatorShard._describe,
+    (None, rq.ListGroups): CoordinatorShard._list,
+    (None, rq.DeleteGroups): CoordinatorShard._delete_groups,
+    (None, rq.CompleteTxn): CoordinatorShard._complete_txn,
+    (None, ConsumerGroupDescribe): CoordinatorShard._consumer_describe,
 }

@@ -1,9 +1,8 @@
-"""What the coordinator shard does for consumer groups: request dispatch,
-timers, the apply-at-write-time bookkeeping (revert on a failed append),
-replay at load, and the member checks of OffsetCommit / OffsetFetch.
-
-Kept apart from `shard.py` so that the shard stays the one dispatcher of
-both group types with little consumer-specific code of its own."""
+"""What the coordinator shard does for consumer groups beyond their rows in
+its request table (`coordinator/routes.py`): timers, the apply-at-write-time
+bookkeeping (revert on a failed append), replay at load, the member checks of
+OffsetCommit / OffsetFetch, DescribeGroups / ListGroups / DeleteGroups /
+OffsetDelete on a consumer group."""
 
 from __future__ import annotations
 
@@ -11,29 +10,23 @@ from collections.abc import Iterable
 from typing import Any
 
 from muster.coordinator import errors as E
-from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
 from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.members import schedule_heartbeat
 from muster.coordinator.groups.classic.timers import TimerHandler
-from muster.coordinator.groups.consumer import classic_members
+from muster.coordinator.groups.consumer import classic_bridge
 from muster.coordinator.groups.consumer import heartbeat as hb
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupDescribe,
-    ConsumerGroupHeartbeat,
-    ConsumerGroupHeartbeatResponse,
 )
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
-from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
-from muster.coordinator.groups.consumer.writes import revert
+from muster.coordinator.groups.consumer.writes import revert, tombstones
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
     RECORD_TYPES,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
     decode_consumer_group_key,
     decode_consumer_group_value,
 )
@@ -117,17 +110,6 @@ def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
     return touched
 
 
-def heartbeat(
-    store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupHeartbeat, error: int | None
-) -> None:
-    if req.group_id == "":
-        fx.reply(rid, ConsumerGroupHeartbeatResponse(E.INVALID_REQUEST, "GroupId can't be empty."))
-    elif error is not None:
-        fx.reply(rid, ConsumerGroupHeartbeatResponse(error))
-    else:
-        hb.handle_heartbeat(store, fx, rid, req)
-
-
 def describe(
     store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupDescribe, errors: list[int | None]
 ) -> None:
@@ -148,7 +130,7 @@ def _revocation_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
 
 
 def _classic_member_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
-    classic_members.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
+    classic_bridge.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
 
 
 # the consumer groups' timers, by kind (see writes.py for their keys)
@@ -218,30 +200,8 @@ def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
     if group.members:
         return E.NON_EMPTY_GROUP
     offsets.remove_offsets(group, offsets.removable(group.group_id), fx)
-    _tombstones(offsets.store, fx, group)
+    tombstones(offsets.store, fx, group)
     return E.NONE
-
-
-def classic_request(store: GroupStore, fx: Effects, rid: int, req: Any) -> bool:
-    """A classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup for a consumer
-    group is served by `classic_members` (True). A JoinGroup for an empty one
-    drops it (its records tombstoned, its offsets kept) and the classic group
-    starts, as Kafka's offline downgrade does (False: the classic path goes on)."""
-    group = store.consumer.get(req.group_id)
-    if group is None:
-        return False
-    if isinstance(req, rq.JoinGroup):
-        if not group.members:
-            _tombstones(store, fx, group)
-            return False
-        classic_members.join(store, fx, rid, req)
-    elif isinstance(req, rq.SyncGroup):
-        classic_members.sync(store, fx, rid, req)
-    elif isinstance(req, rq.Heartbeat):
-        classic_members.heartbeat(store, fx, rid, req)
-    else:
-        classic_members.leave(store, fx, rid, req)
-    return True
 
 
 def session_ms(store: GroupStore, m: ConsumerMember) -> int:
@@ -249,18 +209,6 @@ def session_ms(store: GroupStore, m: ConsumerMember) -> int:
     if m.classic is not None:
         return m.classic.session_timeout_ms
     return store.cfg.consumer_session_timeout_ms
-
-
-def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
-    gid = group.group_id
-    for regex in sorted(group.regexes):
-        hb.write(store, fx, *regex_record(gid, regex, None, fx.now))
-    for key in (
-        ConsumerGroupTargetAssignmentMetadataKey(gid),
-        ConsumerGroupPartitionMetadataKey(gid),
-        ConsumerGroupMetadataKey(gid),
-    ):
-        hb.write(store, fx, key, None)
 
 
 def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:
