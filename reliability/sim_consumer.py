@@ -30,7 +30,7 @@ from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
 from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from muster.coordinator.groups.consumer.member import MemberState
-from muster.coordinator.groups.consumer.shard_api import TIMER_KINDS
+from muster.coordinator.groups.consumer.shard_api import TIMERS as CONSUMER_TIMERS
 from muster.coordinator.groups.consumer.target import SubscribedTopic
 from muster.coordinator.shard import CoordinatorShard
 
@@ -279,7 +279,7 @@ def check_consumer_groups(shard: CoordinatorShard, cg: ConsumerWorld) -> None:
 
 def _check_consumer_timers(shard: CoordinatorShard) -> None:
     groups = shard.store.consumer
-    keys = {tkey for tkey, _ in shard._timers.values() if tkey.kind in TIMER_KINDS}
+    keys = {tkey for tkey, _ in shard._timers.values() if tkey.kind in CONSUMER_TIMERS}
     for tkey in keys:
         group = groups.get(tkey.group_id)
         member = None if group is None else group.members.get(tkey.member_id)

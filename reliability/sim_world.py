@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster.coordinator import errors as E
-from muster.coordinator.groups.consumer.shard_api import TIMER_KINDS
-from muster.coordinator.shard import CoordinatorShard, durable_state
+from muster.coordinator.durable import durable_state
+from muster.coordinator.groups.consumer.shard_api import TIMERS as CONSUMER_TIMERS
+from muster.coordinator.shard import CoordinatorShard
 from muster.log.config import LogConfig
 from muster.log.memory_log import MemoryLog
 from muster.log.port import StorageError
@@ -453,7 +454,7 @@ class World:
             raise Violation(f"runtime timers {sorted(self.timers)} != core's {sorted(core)}")
         for _key, (tkey, _deadline) in shard._timers.items():
             kind = tkey.kind
-            if kind == "expire-offsets" or kind in TIMER_KINDS:
+            if kind == "expire-offsets" or kind in CONSUMER_TIMERS:
                 continue  # consumer groups' timers: sim_consumer.py checks them
             group = shard.group(tkey.group_id)
             if group is None:

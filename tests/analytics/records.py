@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from muster.analytics.schema import KAFKA_SCHEMA
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 
 
 def ts(ms: int) -> datetime:

@@ -9,9 +9,10 @@ from typing import Any
 
 from muster.coordinator import requests as rq
 from muster.coordinator.context import CoordinatorConfig
+from muster.coordinator.durable import durable_state
 from muster.coordinator.groups.subscription import encode_subscription
 from muster.coordinator.result import Cancel, Result, Schedule
-from muster.coordinator.shard import CoordinatorShard, durable_state
+from muster.coordinator.shard import CoordinatorShard
 
 DEFAULTS = dict(
     num_partitions=1,

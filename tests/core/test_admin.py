@@ -83,18 +83,6 @@ def test_loading_shard_answers_load_in_progress() -> None:
     assert res.replies == [(5, ListGroupsResponse(E.NONE, ()))]
 
 
-def test_group_counts_by_state(h) -> None:
-    h.form(2)
-    h.reply(h.commit({("t", 0): 1}, group="simple"))
-    assert h.shard.group_counts() == {
-        "Empty": 1,
-        "PreparingRebalance": 0,
-        "CompletingRebalance": 0,
-        "Stable": 1,
-        "Dead": 0,
-    }
-
-
 def test_config_from_broker_properties() -> None:
     from muster.config import BrokerConfig
     from muster.coordinator import CoordinatorConfig

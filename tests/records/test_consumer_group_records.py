@@ -150,9 +150,10 @@ def test_regular_expression_and_assignment_metadata_values() -> None:
     assert encode_consumer_group_value(target) == h("0000 00000003 00")
 
 
-def test_not_wired_into_the_coordinators_loader_yet() -> None:
-    """offsets_topic.decode_key still skips these record types (the loader ignores
-    what it returns None for); decode_consumer_group_key reads them."""
+def test_each_key_decoder_reads_only_its_own_record_types() -> None:
+    """offsets_topic.decode_key returns None for these record types (the shard
+    hands them to the consumer groups' replay); decode_consumer_group_key reads
+    them and returns None for an offset commit key."""
     key = encode_consumer_group_key(ConsumerGroupCurrentMemberAssignmentKey("g", "m"))
     assert offsets_topic.decode_key(key) is None
     assert decode_consumer_group_key(key) == ConsumerGroupCurrentMemberAssignmentKey("g", "m")

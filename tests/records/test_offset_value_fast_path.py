@@ -1,4 +1,4 @@
-"""The load path's fast OffsetCommitValue decoder agrees with the schema table."""
+"""The OffsetCommit readers' fast paths (keys and values) agree with the schema table."""
 
 from __future__ import annotations
 
@@ -32,3 +32,19 @@ def test_fast_key_decode_matches_generic(group: str, topic: str, partition: int)
     key = ot.OffsetCommitKey(group, topic, partition)
     data = ot.encode_key(key)
     assert ot.decode_key(data) == ot.decode("OffsetCommitKey", data)[1] == key
+
+
+@given(group=st.text(max_size=30), topic=st.text(max_size=30), partition=st.integers(0, 2**31 - 1))
+def test_a_key_splits_into_its_group_topic_prefix_and_partition(
+    group: str, topic: str, partition: int
+) -> None:
+    data = ot.encode_key(ot.OffsetCommitKey(group, topic, partition))
+    prefix, read = ot.offset_commit_key_split(data)
+    assert read == partition
+    assert prefix == ot.encode_key(ot.OffsetCommitKey(group, topic, 0))[:-4]
+    assert ot.offset_commit_key_fields(data) == (group, topic, partition)
+
+
+def test_key_fields_are_none_for_other_record_types_only() -> None:
+    assert ot.offset_commit_key_fields(ot.encode_key(ot.GroupMetadataKey("g"))) is None
+    assert ot.offset_commit_key_fields(bytes.fromhex("00050001")) is None

@@ -5,7 +5,8 @@ from __future__ import annotations
 from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
 from muster.coordinator.context import heartbeat_key
-from muster.coordinator.shard import CoordinatorShard, durable_state
+from muster.coordinator.durable import durable_state
+from muster.coordinator.shard import CoordinatorShard
 from muster.records.offsets_topic import (
     GroupMetadataValue,
     MemberMetadataValue,

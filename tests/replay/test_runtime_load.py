@@ -7,7 +7,8 @@ import pytest
 
 from muster.coordinator import requests as rq
 from muster.coordinator.context import CoordinatorConfig
-from muster.coordinator.shard import CoordinatorShard, durable_state
+from muster.coordinator.durable import durable_state
+from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
 from muster.records import compression
 from muster.records.batch import build_batch, iter_records

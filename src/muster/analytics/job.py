@@ -20,7 +20,7 @@ from muster.analytics.model import GroupReport, GroupSummary
 from muster.analytics.progress import StageProgress
 from muster.analytics.schema import KAFKA_SCHEMA, OFFSETS_TOPIC
 from muster.coordinator import events as ev
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 
 STAGES = (
     f"Reading {EVENTS_TOPIC}",

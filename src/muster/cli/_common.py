@@ -145,7 +145,7 @@ def broker_errors() -> Iterator[None]:
 @contextmanager
 def events_topic_errors() -> Iterator[None]:
     """Names the likely cause when the broker has no rebalance-events topic."""
-    from muster.coordinator.events import EVENTS_TOPIC
+    from muster.coordinator.topics import EVENTS_TOPIC
 
     try:
         yield

@@ -102,7 +102,7 @@ def analyze(
     console = err()
     # a wrong address fails here in seconds, not after Spark has started
     with broker_errors(), events_topic_errors():
-        from muster.coordinator.events import EVENTS_TOPIC
+        from muster.coordinator.topics import EVENTS_TOPIC
 
         kafka.Admin(bootstrap, 10, props).topic(EVENTS_TOPIC)
     # Spark's own warnings go to OUT/spark.log, not into the progress display

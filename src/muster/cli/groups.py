@@ -582,7 +582,7 @@ def explain(
     """Tell a group's recent rebalances in plain words: when, why, how long,
     what the join waited for (from the broker's __muster_group_events topic)."""
     with broker_errors(), events_topic_errors():
-        from muster.coordinator.events import EVENTS_TOPIC
+        from muster.coordinator.topics import EVENTS_TOPIC
 
         records = kafka.read_partition(
             bootstrap, EVENTS_TOPIC, 0, request_timeout, client_props(command_config, properties)

@@ -48,7 +48,6 @@ from muster.coordinator.event_base import (  # noqa: F401 (names this module alw
     _reason,
     cause,
 )
-from muster.coordinator.topics import EVENTS_TOPIC  # noqa: F401 (its old home)
 
 # ---- causes -------------------------------------------------------------------
 #

@@ -23,8 +23,9 @@ class JoinGroup:
     require_known_member_id: bool = False  # v4+ without an instance id
     reason: str | None = None  # v8+
     supports_skip_assignment: bool = False  # v9+ (static leader rejoin)
-    # the broker's topics (name -> id, partitions), read by a classic member
-    # of a consumer group (its subscription is resolved as a heartbeat's is)
+    # the broker's topics (name -> id, partitions), a fixed image taken when
+    # the request arrived; read by a classic member of a consumer group (its
+    # subscription is resolved as a heartbeat's is)
     topics: Mapping[str, Any] | None = None
 
 

@@ -32,22 +32,22 @@ from muster.coordinator.context import (
     TimerKey,
     heartbeat_key,
 )
-from muster.coordinator.durable import durable_state  # noqa: F401  (its old home)
-from muster.coordinator.groups.classic import admin, join, leave, liveness, rebalance, sync
+from muster.coordinator.groups.classic import admin, rebalance
+from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
+from muster.coordinator.groups.classic.timers import TimerHandler
 from muster.coordinator.groups.consumer import describe as consumer_describe
 from muster.coordinator.groups.consumer import shard_api as consumer
-from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.load import replay_latest
-from muster.coordinator.offsets.manager import OffsetManager, commit_response
+from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.offsets.state import CommittedOffset
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Record, Result, Schedule
+from muster.coordinator.routes import GROUP_ROWS, REFUSALS
 from muster.records.offsets_topic import (
-    GroupMetadataKey,
-    OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
     offset_commit_key_fields,
@@ -105,11 +105,25 @@ class CoordinatorShard:
     # ---- the runtime's API -------------------------------------------------
 
     def handle(self, request_id: int, request: Any, now_ms: int) -> Result:
+        """Route a request once, on (group kind, request type) (`_ROUTES`): a
+        request for one group is first refused with its type's error answer
+        if this shard does not serve the group (`routes.REFUSALS`); requests
+        over several groups or none are the shard's own rows (kind None)."""
         fx = Effects(now_ms, self.next_seq)
-        handler = _HANDLERS.get(type(request))
-        if handler is None:
-            raise TypeError(f"not a coordinator request: {type(request).__name__}")
-        handler(self, fx, request_id, request)
+        t = type(request)
+        refuse = REFUSALS.get(t)
+        kind = None
+        if refuse is not None:
+            group_id = request.group_id
+            error = self._group_error(group_id, request)
+            if error is not None:
+                refuse(fx, request_id, request, error)
+                return self._result(fx)
+            kind = self.store.kind_of(group_id)
+        row = _ROUTES.get((kind, t))
+        if row is None:
+            raise TypeError(f"not a coordinator request: {t.__name__}")
+        row(self, fx, request_id, request)
         return self._result(fx)
 
     def on_timer(self, key: str, now_ms: int) -> Result:
@@ -122,25 +136,16 @@ class CoordinatorShard:
             fx.schedule(tkey, deadline)  # fired early: keep waiting
             return self._result(fx)
         del self._timers[key]
-        if tkey is EXPIRE_OFFSETS_KEY or tkey.kind == EXPIRE_OFFSETS_KEY.kind:
-            done = self.offsets.expire(fx)
-            # an unfinished pass continues as soon as queued requests are served
-            delay = self.cfg.offsets_retention_check_interval_ms if done else 0
-            fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + delay)
-            return self._result(fx)
-        if consumer.on_timer(self.store, fx, tkey):
-            return self._result(fx)
-        group = self.store.get(tkey.group_id)
-        if group is not None:
-            if tkey.kind == "heartbeat":
-                liveness.on_heartbeat_timer(self.store, group, tkey.member_id, fx)
-            elif tkey.kind == "pending":
-                liveness.on_pending_timer(self.store, group, tkey.member_id, fx)
-            elif tkey.kind == "join":
-                rebalance.on_join_timer(self.store, group, fx)
-            elif tkey.kind == "sync":
-                liveness.on_sync_timer(self.store, group, fx)
+        on_timer = _TIMERS.get(tkey.kind)
+        if on_timer is not None:
+            on_timer(self, fx, tkey)
         return self._result(fx)
+
+    def _expire_offsets(self, fx: Effects, _key: TimerKey) -> None:
+        done = self.offsets.expire(fx)
+        # an unfinished pass continues as soon as queued requests are served
+        delay = self.cfg.offsets_retention_check_interval_ms if done else 0
+        fx.schedule(EXPIRE_OFFSETS_KEY, fx.now + delay)
 
     def abandon_write(self, token: int, now_ms: int) -> Result:
         """The latest append (step `token`) was refused at once: its consumer
@@ -208,54 +213,30 @@ class CoordinatorShard:
         (`complete_write`). With `producer_id` it belongs to that producer's
         transaction and waits for the marker. While loading, the groups'
         transient state is rebuilt from the records too (Kafka's replay of
-        classic-group records); once serving, handlers own it."""
+        classic-group records); once serving, handlers own it. A key version
+        we do not know is skipped, like Kafka."""
         fields = offset_commit_key_fields(key)
-        if fields is None:
-            self.replay_other(key, value, offset, producer_id)
-        else:
+        if fields is not None:
             group_id, topic, partition = fields
             committed = (
                 None
                 if value is None
                 else CommittedOffset(*offset_commit_value_fields(value), offset)
             )
-            self._replay_offset(group_id, (topic, partition), committed, offset, producer_id)
+            self.offsets.replay_offset(group_id, (topic, partition), committed, offset, producer_id)
+            if self.loading and committed is not None:
+                self.store.get_or_create(group_id)  # offsets alone make a (simple) group
+        else:
+            k = decode_key(key)
+            if k is None:
+                consumer.replay(self.store, key, value)
+            else:  # a GroupMetadataKey
+                decoded = None if value is None else decode_group_metadata_value(value)
+                self.store.replay_metadata(k.group, decoded, offset)
+                if self.loading:
+                    self._load_group(k.group, decoded)
         if offset >= self.next_seq:
             self.next_seq = offset + 1
-
-    def _replay_offset(
-        self,
-        group_id: str,
-        tp: tuple[str, int],
-        committed: CommittedOffset | None,
-        seq: int,
-        producer_id: int | None,
-    ) -> None:
-        self.offsets.replay_offset(group_id, tp, committed, seq, producer_id)
-        if self.loading and committed is not None:
-            self.store.get_or_create(group_id)  # offsets alone make a (simple) group
-
-    def replay_other(
-        self, key: bytes, value: bytes | None, offset: int, producer_id: int | None
-    ) -> None:
-        """A key in a shape the offset fast path leaves alone: group metadata,
-        unusual offset commit keys, or a key version we do not know (skipped,
-        like Kafka)."""
-        k = decode_key(key)
-        if k is None:
-            consumer.replay(self.store, key, value)
-        elif type(k) is OffsetCommitKey:
-            committed = (
-                None
-                if value is None
-                else CommittedOffset(*offset_commit_value_fields(value), offset)
-            )
-            self._replay_offset(k.group, (k.topic, k.partition), committed, offset, producer_id)
-        elif isinstance(k, GroupMetadataKey):
-            decoded = None if value is None else decode_group_metadata_value(value)
-            self.store.replay_metadata(k.group, decoded, offset)
-            if self.loading:
-                self._load_group(k.group, decoded)
 
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
@@ -299,13 +280,6 @@ class CoordinatorShard:
     def persisted(self, group_id: str) -> Any:
         """The group's last GroupMetadataValue in the log (None: none or tombstoned)."""
         return self.store.persisted(group_id)
-
-    def group_counts(self) -> dict[str, int]:
-        """Groups by state (for metrics); every state is present."""
-        counts = {state.value: 0 for state in S}
-        for group in self.store:
-            counts[group.state.value] += 1
-        return counts
 
     def pending_timers(self) -> dict[str, int]:
         return {k: deadline for k, (_, deadline) in self._timers.items()}
@@ -368,79 +342,9 @@ class CoordinatorShard:
 
     # ---- dispatch ------------------------------------------------------------
 
-    def _consumer_heartbeat(self, fx: Effects, rid: int, req: ConsumerGroupHeartbeat) -> None:
-        consumer.heartbeat(self.store, fx, rid, req, self._group_error(req.group_id, req))
-
     def _consumer_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
         errors = [self._group_error(gid, req) for gid in req.group_ids]
         consumer.describe(self.store, fx, rid, req, errors)
-
-    def _join(self, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.JoinGroupResponse(error, member_id=req.member_id))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        join.handle_join_group(self.store, fx, rid, req)
-
-    def _sync(self, fx: Effects, rid: int, req: rq.SyncGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            # Kafka: a SyncGroup during loading is told to rejoin
-            if error == E.COORDINATOR_LOAD_IN_PROGRESS:
-                error = E.REBALANCE_IN_PROGRESS
-            fx.reply(rid, rs.SyncGroupResponse(error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        sync.handle_sync_group(self.store, fx, rid, req)
-
-    def _heartbeat(self, fx: Effects, rid: int, req: rq.Heartbeat) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            # Kafka answers heartbeats blindly while the partition loads
-            ok = error == E.COORDINATOR_LOAD_IN_PROGRESS
-            fx.reply(rid, rs.HeartbeatResponse(E.NONE if ok else error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        liveness.handle_heartbeat(self.store, fx, rid, req)
-
-    def _leave(self, fx: Effects, rid: int, req: rq.LeaveGroup) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.LeaveGroupResponse(error))
-            return
-        if consumer.classic_request(self.store, fx, rid, req):
-            return
-        leave.handle_leave_group(self.store, fx, rid, req)
-
-    def _commit(self, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
-        error = self._group_error(req.group_id, req)
-        cgroup = self.store.consumer.get(req.group_id)
-        if error is None and cgroup is not None:
-            error = consumer.validate_commit(self.store, cgroup, req)
-            if error is None:
-                self.offsets.store_offsets(req.group_id, fx, rid, req)
-                return
-        if error is not None:
-            fx.reply(rid, commit_response(req.topics, error))
-            return
-        self.offsets.commit(fx, rid, req)
-
-    def _txn_commit(self, fx: Effects, rid: int, req: rq.TxnOffsetCommit) -> None:
-        error = self._group_error(req.group_id, req)
-        cgroup = self.store.consumer.get(req.group_id)
-        if error is None and cgroup is not None:
-            error = consumer.validate_commit(self.store, cgroup, req)
-            if error is None:
-                self.offsets.txn_commit(fx, rid, req, validated=True)
-                return
-        if error is not None:
-            fx.reply(rid, commit_response(req.topics, error))
-            return
-        self.offsets.txn_commit(fx, rid, req)
 
     def _complete_txn(self, fx: Effects, rid: int, req: rq.CompleteTxn) -> None:
         self.offsets.complete_txn(fx, rid, req)
@@ -520,22 +424,6 @@ class CoordinatorShard:
         else:
             fx.after_durable(partial(_groups_deleted, rid, tuple(out)))
 
-    def _offset_delete(self, fx: Effects, rid: int, req: rq.OffsetDelete) -> None:
-        error = self._group_error(req.group_id, req)
-        if error is not None:
-            fx.reply(rid, rs.OffsetDeleteResponse(error))
-            return
-        appended = len(fx.records)
-        cgroup = self.store.consumer.get(req.group_id)
-        if cgroup is not None:
-            resp = consumer.offset_delete(self.offsets, fx, cgroup, req)
-        else:
-            resp = self.offsets.offset_delete(fx, req)
-        if len(fx.records) == appended:
-            fx.reply(rid, resp)
-        else:
-            fx.after_durable(partial(_offsets_deleted, rid, resp))
-
 
 def _groups_deleted(
     rid: int, deleted: tuple[rs.DeletedGroup, ...], error: int, fx: Effects
@@ -553,40 +441,29 @@ def _groups_deleted(
     )
 
 
-def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Effects) -> None:
-    """OffsetDelete's tombstones are durable, or failed: then nothing was deleted."""
-    if error == E.NONE:
-        fx.reply(rid, resp)
-        return
-    failed = E.append_error_to_client(error)
-    topics = tuple(
-        rs.TopicErrors(
-            t.name,
-            tuple(
-                rs.PartitionError(
-                    p.partition_index, failed if p.error_code == E.NONE else p.error_code
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
-    fx.reply(rid, dataclasses.replace(resp, topics=topics))
+def _in_store(on_timer: TimerHandler) -> Callable[[CoordinatorShard, Effects, TimerKey], None]:
+    return lambda shard, fx, key: on_timer(shard.store, fx, key)
 
 
-_HANDLERS: dict[type, Callable[[CoordinatorShard, Effects, int, Any], None]] = {
-    rq.JoinGroup: CoordinatorShard._join,
-    rq.SyncGroup: CoordinatorShard._sync,
-    rq.Heartbeat: CoordinatorShard._heartbeat,
-    rq.LeaveGroup: CoordinatorShard._leave,
-    rq.OffsetCommit: CoordinatorShard._commit,
-    rq.OffsetFetch: CoordinatorShard._fetch,
-    rq.DescribeGroups: CoordinatorShard._describe,
-    rq.ListGroups: CoordinatorShard._list,
-    rq.DeleteGroups: CoordinatorShard._delete_groups,
-    rq.OffsetDelete: CoordinatorShard._offset_delete,
-    rq.TxnOffsetCommit: CoordinatorShard._txn_commit,
-    rq.CompleteTxn: CoordinatorShard._complete_txn,
-    ConsumerGroupHeartbeat: CoordinatorShard._consumer_heartbeat,
-    ConsumerGroupDescribe: CoordinatorShard._consumer_describe,
+# what runs when a timer comes due, by its kind (`TimerKey.kind`): each group
+# kind brings its own rows; offset expiry is the shard's
+_TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
+    EXPIRE_OFFSETS_KEY.kind: CoordinatorShard._expire_offsets,
+    **{kind: _in_store(on) for kind, on in classic_timers.TIMERS.items()},
+    **{kind: _in_store(on) for kind, on in consumer.TIMERS.items()},
+}
+assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(consumer.TIMERS), "a kind twice"
+
+
+# every coordinator request, by (group kind, request type): the groups' rows
+# (`routes.GROUP_ROWS`: one per kind and request type) and the shard's own
+# rows for requests over several groups or none (kind None)
+_ROUTES: dict[tuple[str | None, type], Callable[[CoordinatorShard, Effects, int, Any], None]] = {
+    **GROUP_ROWS,
+    (None, rq.OffsetFetch): CoordinatorShard._fetch,
+    (None, rq.DescribeGroups): CoordinatorShard._describe,
+    (None, rq.ListGroups): CoordinatorShard._list,
+    (None, rq.DeleteGroups): CoordinatorShard._delete_groups,
+    (None, rq.CompleteTxn): CoordinatorShard._complete_txn,
+    (None, ConsumerGroupDescribe): CoordinatorShard._consumer_describe,
 }

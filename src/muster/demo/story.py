@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from muster.client import Consumer, TopicPartition
-from muster.coordinator.events import EVENTS_TOPIC
+from muster.coordinator.topics import EVENTS_TOPIC
 from muster.demo.settings import GROUP, client_config
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from muster.log.cleaner import CleanStats
@@ -91,6 +92,7 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self.version = 0  # bumped on every topic-table change (caches key on it)
         self._names_by_id: tuple[int, dict[uuid.UUID, str]] = (-1, {})
+        self._image: tuple[int, Mapping[str, TopicInfo]] = (-1, MappingProxyType({}))
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._loaded = False
 
@@ -125,6 +127,7 @@ class LogManager:
                     dict(entry.get("configs", {})),
                 )
                 self._topics[info.name] = info
+            self.version += 1  # the table read back: images made before are stale
             known = True
         else:
             known = False
@@ -284,6 +287,16 @@ class LogManager:
 
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
+
+    def image(self) -> Mapping[str, TopicInfo]:
+        """The topic table as it is now, fixed (Kafka's MetadataImage): a later
+        change makes a new image and leaves this one as it was. Made once per
+        change of the table, so taking it costs a request nothing."""
+        version, image = self._image
+        if version != self.version:
+            image = MappingProxyType(dict(self._topics))
+            self._image = (self.version, image)
+        return image
 
     def topic(self, name: str) -> TopicInfo | None:
         """One topic's info without copying the whole table (hot paths)."""

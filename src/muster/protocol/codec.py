@@ -178,7 +178,3 @@ def build(schema: type, data: Mapping[str, Any] | Any) -> Any:
         elif not has_default:
             kwargs[name] = fallback()
     return schema(**kwargs)
-
-
-def field_names(schema: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(schema))

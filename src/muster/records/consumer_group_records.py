@@ -21,9 +21,9 @@ Record type (the key's version), key fields -> value fields:
 - 16 ConsumerGroupRegularExpression (group_id, regular_expression) -> matching
   topics, metadata version, timestamp
 
-Topic ids are `uuid.UUID`. Not wired into the coordinator yet: its loader
-skips these key versions, as Kafka < 3.7 did (`offsets_topic.decode_key`
-returns None for them); `decode_consumer_group_key` reads them.
+Topic ids are `uuid.UUID`. `offsets_topic.decode_key` returns None for these
+key versions; `decode_consumer_group_key` reads them, and the coordinator's
+replay applies them to its consumer groups.
 """
 
 from __future__ import annotations

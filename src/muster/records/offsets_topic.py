@@ -386,24 +386,15 @@ def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
     e.g. transaction markers or newer coordinators' record types)."""
     if len(data) < 2:
         raise RecordFormatError("key shorter than its version")
-    if data[0] == 0 and data[1] in (0, 1):
-        fast = _fast_offset_commit_key(data)
-        if fast is not None:
-            return fast
+    fields = offset_commit_key_fields(data)
+    if fields is not None:
+        return OffsetCommitKey(*fields)
     schema_name = _KEY_SCHEMAS.get(_unpack_version(data, 0)[0])
     return None if schema_name is None else decode(schema_name, data)[1]
 
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-
-
-def _fast_offset_commit_key(data: bytes) -> OffsetCommitKey | None:
-    """OffsetCommitKey v0/v1 read directly; None sends odd shapes to the table codec."""
-    fields = offset_commit_key_fields(data)
-    return None if fields is None else OffsetCommitKey(*fields)
-
-
 _KEY_HEAD = struct.Struct(">hh")  # version, group length
 _unpack_key_head = _KEY_HEAD.unpack_from
 _unpack_int16 = _INT16.unpack_from
@@ -411,27 +402,42 @@ _unpack_int32 = _INT32.unpack_from
 
 
 def offset_commit_key_fields(data: bytes) -> tuple[str, str, int] | None:
-    """(group, topic, partition) of an OffsetCommitKey v0/v1 in its usual shape,
-    else None (other key types, odd shapes: use decode_key)."""
+    """(group, topic, partition) of an OffsetCommitKey (v0/v1), None for any
+    other record type: the one reader of these keys (`decode_key` wraps it).
+    The usual shape is read with three struct calls; any other goes through
+    the table codec and fails as it does."""
     n = len(data)
-    if n < 8:
-        return None
-    version, glen = _unpack_key_head(data, 0)
-    tpos = 4 + glen
-    if not 0 <= version <= 1 or glen < 0 or tpos + 2 > n:
-        return None
-    (tlen,) = _unpack_int16(data, tpos)
-    ppos = tpos + 2 + tlen
-    if tlen < 0 or ppos + 4 != n:
-        return None
-    try:
-        return data[4:tpos].decode(), data[tpos + 2 : ppos].decode(), _unpack_int32(data, ppos)[0]
-    except UnicodeDecodeError:
-        return None
+    if n >= 8:
+        version, glen = _unpack_key_head(data, 0)
+        tpos = 4 + glen
+        if 0 <= version <= 1 and glen >= 0 and tpos + 2 <= n:
+            (tlen,) = _unpack_int16(data, tpos)
+            ppos = tpos + 2 + tlen
+            if tlen >= 0 and ppos + 4 == n:
+                try:
+                    group, topic = data[4:tpos].decode(), data[tpos + 2 : ppos].decode()
+                    return group, topic, _unpack_int32(data, ppos)[0]
+                except UnicodeDecodeError:
+                    pass
+    if n >= 2 and data[0] == 0 and data[1] in (0, 1):
+        key = decode("OffsetCommitKey", data)[1]
+        return key.group, key.topic, key.partition
+    return None
 
 
-# key version -> key schema (versions 3+ belong to newer coordinators' records)
-_KEY_SCHEMAS = {0: "OffsetCommitKey", 1: "OffsetCommitKey", 2: "GroupMetadataKey"}
+def offset_commit_key_split(data: bytes) -> tuple[bytes, int]:
+    """An OffsetCommitKey as (the bytes before its partition, its partition):
+    the partition is a key's last four bytes, so keys of one (group, topic)
+    share the first part (the load path reads group and topic once per run
+    of such keys). Only for a key `offset_commit_key_fields` reads."""
+    n = len(data)
+    return data[: n - 4], _unpack_int32(data, n - 4)[0] if n >= 4 else -1
+
+
+# key version -> key schema of the other record types (versions 0 and 1, the
+# OffsetCommitKey, are read by offset_commit_key_fields; versions 3+ belong to
+# newer coordinators' records: consumer_group_records.py)
+_KEY_SCHEMAS = {2: "GroupMetadataKey"}
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
@@ -444,6 +450,9 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
 
 
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader_epoch, metadata length
+# v3 with empty metadata, what muster writes when there is none: version, offset,
+# leader epoch, metadata length (0), commit timestamp (one struct call)
+_V3_EMPTY_METADATA = struct.Struct(">hqihq")
 _INT64 = struct.Struct(">q")
 
 
@@ -454,10 +463,15 @@ def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
 def offset_commit_value_fields(data: bytes) -> tuple[int, int, str, int, int]:
     """(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp).
 
+    The one reader of these values (`decode_offset_commit_value` wraps it).
     The load path decodes one of these per committed partition: v3, what
-    muster writes, is read with two struct calls and no value object;
-    anything else goes through the table-driven codec.
+    muster writes, is read with one struct call (no metadata) or two and no
+    value object; anything else goes through the table-driven codec.
     """
+    if len(data) == _V3_EMPTY_METADATA.size:
+        version, offset, epoch, mlen, stamp = _V3_EMPTY_METADATA.unpack_from(data, 0)
+        if version == 3 and mlen == 0:
+            return offset, epoch, "", stamp, -1
     if len(data) >= _V3_HEAD.size and data[0] == 0 and data[1] == 3:
         _version, offset, epoch, mlen = _V3_HEAD.unpack_from(data, 0)
         pos = _V3_HEAD.size
@@ -500,43 +514,33 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     return value
 
 
-def offset_commit_record(
-    group: str, topic: str, partition: int, value: OffsetCommitValue | None
-) -> tuple[bytes, bytes | None]:
-    key = encode_key(OffsetCommitKey(group, topic, partition))
-    return key, None if value is None else encode_offset_commit_value(value)
-
-
 _COMMIT_KEY_HEAD = struct.Struct(">hh")  # key version 1, group length
 _COMMIT_VALUE_HEAD = struct.Struct(">hqih")  # value version 3, offset, epoch, metadata length
 _STRING_MAX = 0x7FFF
 
 
-def commit_record(
-    group: str,
-    tp: tuple[str, int],
-    offset: int,
-    leader_epoch: int,
-    metadata: str,
-    commit_timestamp: int,
-) -> tuple[bytes, bytes]:
-    """`offset_commit_record` of a commit without expiry (what every commit
-    but a v1-4 one with a retention time writes: key v1, value v3), written
-    with three struct calls instead of the table codec's objects; odd
-    values go the table way (pinned by tests/records/test_commit_record.py)."""
-    topic, partition = tp
-    g = group.encode()
-    t = topic.encode()
-    m = metadata.encode()
-    if len(g) <= _STRING_MAX and len(t) <= _STRING_MAX and len(m) <= _STRING_MAX:
-        try:
-            key = _COMMIT_KEY_HEAD.pack(1, len(g)) + g + _INT16.pack(len(t)) + t
-            head = _COMMIT_VALUE_HEAD.pack(3, offset, leader_epoch, len(m))
-            return key + _INT32.pack(partition), head + m + _INT64.pack(commit_timestamp)
-        except struct.error:
-            pass  # out of range: the table codec says so in its own words
-    value = OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, -1)
-    return offset_commit_record(group, topic, partition, value)  # type: ignore[return-value]
+def offset_commit_record(
+    group: str, topic: str, partition: int, value: OffsetCommitValue | None
+) -> tuple[bytes, bytes | None]:
+    """The one writer of offset commit records (None: a tombstone). A commit
+    without expiry (what every commit but a v1-4 one with a retention time
+    writes: key v1, value v3) is written with three struct calls instead of
+    the table codec's objects, the same bytes (tests/records/test_commit_record.py);
+    other values, and values out of range, go the table way and fail as it does."""
+    if value is not None and value.expire_timestamp < 0:
+        g = group.encode()
+        t = topic.encode()
+        m = value.metadata.encode()
+        if len(g) <= _STRING_MAX and len(t) <= _STRING_MAX and len(m) <= _STRING_MAX:
+            try:
+                key = _COMMIT_KEY_HEAD.pack(1, len(g)) + g + _INT16.pack(len(t)) + t
+                head = _COMMIT_VALUE_HEAD.pack(3, value.offset, value.leader_epoch, len(m))
+                stamp = _INT64.pack(value.commit_timestamp)
+                return key + _INT32.pack(partition), head + m + stamp
+            except struct.error:
+                pass  # out of range: the table codec says so in its own words
+    key = encode_key(OffsetCommitKey(group, topic, partition))
+    return key, None if value is None else encode_offset_commit_value(value)
 
 
 def group_metadata_record(

@@ -28,14 +28,14 @@ TOPIC, GROUP, CLUSTER, TXN = (
 
 
 def enabled(ctx: RequestContext) -> bool:
-    security = ctx.state.extras.get("security")
+    security = ctx.state.services.security
     return security is not None and security.authorizer is not None
 
 
 def allowed(
     ctx: RequestContext, op: Operation, rtype: ResourceType, name: str, log: bool = True
 ) -> bool:
-    security = ctx.state.extras.get("security")
+    security = ctx.state.services.security
     if security is None:
         return True
     return bool(
@@ -74,7 +74,7 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
 def any_topic_writable(ctx: RequestContext) -> bool:
     """KIP-679: an idempotent producer needs IdempotentWrite on the cluster or
     Write on some topic."""
-    security = ctx.state.extras.get("security")
+    security = ctx.state.services.security
     if security is None or security.authorizer is None:
         return True
     if cluster(ctx, Operation.IDEMPOTENT_WRITE, log=False):
@@ -86,7 +86,7 @@ def any_topic_writable(ctx: RequestContext) -> bool:
 
 def operations(ctx: RequestContext, rtype: ResourceType, name: str) -> int:
     """The authorized-operations bit field of a Metadata/DescribeGroups answer."""
-    security = ctx.state.extras.get("security")
+    security = ctx.state.services.security
     if security is None or security.authorizer is None:
         return all_operations_bits(rtype)
     return int(

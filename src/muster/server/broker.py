@@ -114,8 +114,8 @@ class Broker:
         assert self.state is not None
         first = security.listeners[0]
         self.port = self.ports[first.name]
-        self.state.extras["bound_port"] = self.port
-        self.state.extras["bound_ports"] = self.ports
+        self.state.services.bound_port = self.port
+        self.state.services.bound_ports = self.ports
         # The transaction coordinator comes once the broker listens: its
         # handlers answer COORDINATOR_LOAD_IN_PROGRESS until it has loaded
         # anyway, and its modules (the transaction-log schemas) cost a start
@@ -164,12 +164,13 @@ class Broker:
                 int(self.config["max.incremental.fetch.session.cache.slots"])
             ),
         )
-        self.state.extras["api_table"] = self.table
-        self.state.extras["security"] = self.security
-        self.state.extras["metrics"] = self.metrics
+        services = self.state.services
+        services.api_table = self.table
+        services.security = self.security
+        services.metrics = self.metrics
         durability.start()
         self.coordinator = await start_coordinator(self.state)
-        self.state.extras["coordinator"] = self.coordinator
+        services.coordinator = self.coordinator
         self._phases.mark("coordinator")
         if self.metrics is not None:
             self.metrics.coordinator = self.coordinator
@@ -191,7 +192,7 @@ class Broker:
         assert self.state is not None and self.coordinator is not None
         module = await asyncio.to_thread(importlib.import_module, "muster.server.transactions")
         self.transactions = await module.start_transaction_coordinator(self.state, self.coordinator)
-        self.state.extras["transactions"] = self.transactions
+        self.state.services.transactions = self.transactions
 
     def _every(self, period_ms: int, job: Callable[[int], object]) -> None:
         async def loop() -> None:

@@ -1,6 +1,6 @@
 """The broker's security wiring: listeners with their TLS contexts and SASL
 servers, the durable SCRAM and ACL stores, and the authorizer with its audit
-log. Handlers reach it as `state.extras["security"]`."""
+log. Handlers reach it as `state.services.security`."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     # the configuration needs them: a plaintext broker without ACLs starts
     # without them (tests/server/test_start_imports.py)
     from muster.security.acl import Authorizer, Operation, ResourceType
+    from muster.server.state import BrokerState
 
 audit = logging.getLogger("muster.audit")
 
@@ -166,16 +167,16 @@ def _tls_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
         raise ConfigError(str(exc)) from exc
 
 
-def advertised_endpoint(state: object, listener: str) -> tuple[str, int]:
+def advertised_endpoint(state: BrokerState, listener: str) -> tuple[str, int]:
     """Where clients of `listener` are told to connect (Metadata, FindCoordinator):
     Kafka advertises the listener a request came in on."""
-    extras = state.extras  # type: ignore[attr-defined]
-    security: BrokerSecurity | None = extras.get("security")
+    services = state.services
+    security = services.security
     if security is None:
-        host, port = state.config.advertised  # type: ignore[attr-defined]
-        return host, port or extras.get("bound_port", port)
+        host, port = state.config.advertised
+        return host, port or services.bound_port or port
     name = listener if listener in security.advertised else security.listeners[0].name
     host, port = security.advertised[name]
     if host in ("", "0.0.0.0", "::"):
         host = "127.0.0.1"
-    return host, port or extras.get("bound_ports", {}).get(name, port)
+    return host, port or services.bound_ports.get(name, port)

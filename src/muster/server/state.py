@@ -7,12 +7,19 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
+
+if TYPE_CHECKING:  # the services' own modules import this one
+    from muster.server.api_table import ApiEntry
+    from muster.server.coordinator.runtime import GroupCoordinator
+    from muster.server.metrics import BrokerMetrics
+    from muster.server.security import BrokerSecurity
+    from muster.server.transactions import TransactionCoordinator
 
 
 @dataclass
@@ -32,7 +39,7 @@ class RequestContext:
 
     @property
     def api_name(self) -> str:
-        entry = self.state.extras.get("api_table", {}).get(self.api_key)
+        entry = self.state.services.api_table.get(self.api_key)
         return entry.name if entry is not None else str(self.api_key)
 
 
@@ -87,6 +94,20 @@ class ProducerIdAllocator:
 
 
 @dataclass
+class Services:
+    """What the broker wires in beside the logs, for handlers to find: each
+    is set once the broker has made it (None before, or when not configured)."""
+
+    api_table: dict[int, ApiEntry] = field(default_factory=dict)
+    security: BrokerSecurity | None = None
+    metrics: BrokerMetrics | None = None
+    coordinator: GroupCoordinator | None = None  # set once it is made (it loads later)
+    transactions: TransactionCoordinator | None = None  # set once it has started
+    bound_port: int | None = None  # the first listener's port, once listening
+    bound_ports: dict[str, int] = field(default_factory=dict)  # listener name -> port
+
+
+@dataclass
 class BrokerState:
     config: BrokerConfig
     logs: LogManager
@@ -94,7 +115,7 @@ class BrokerState:
     notifier: DataNotifier
     producer_ids: ProducerIdAllocator
     fetch_sessions: FetchSessionCache = field(default_factory=lambda: FetchSessionCache(1000))
-    extras: dict[str, Any] = field(default_factory=dict)
+    services: Services = field(default_factory=Services)
 
     @property
     def node_id(self) -> int:

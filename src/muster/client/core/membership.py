@@ -181,10 +181,6 @@ class GroupMembership(CoordinatorLookup, OffsetCommits, Liveness):
         """The driver ran the callback of `event` (the classic member needs
         nothing: its JoinGroup waits for callbacks in the driver)."""
 
-    @property
-    def rebalance_protocol(self) -> RebalanceProtocol:
-        return RebalanceProtocol.COOPERATIVE if self.cooperative else RebalanceProtocol.EAGER
-
     # ------------------------------------------------------------ the step
 
     def poll(self, now_ms: int, join: bool = True) -> tuple[list[Request], int | None]:

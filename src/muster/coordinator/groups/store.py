@@ -18,6 +18,11 @@ def random_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
+# group kinds: the first key of the shard's request table (`coordinator/routes.py`)
+CLASSIC = "classic"  # a classic group, or an id no group holds yet
+CONSUMER = "consumer"  # a KIP-848 consumer group
+
+
 @dataclass
 class GroupStore:
     cfg: CoordinatorConfig
@@ -30,7 +35,7 @@ class GroupStore:
     # value); only `replay_metadata` changes it
     records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)
     # transient: (group, member) -> when a classic member of a consumer group
-    # told to rejoin is fenced (`consumer/classic_members.py`)
+    # told to rejoin is fenced (`consumer/classic_bridge.py`)
     classic_join_due: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def persisted(self, group_id: str) -> GroupMetadataValue | None:
@@ -46,6 +51,10 @@ class GroupStore:
         current = self.records.get(group_id)
         if current is None or current[0] < seq:
             self.records[group_id] = (seq, value)
+
+    def kind_of(self, group_id: str) -> str:
+        """The kind of group that serves this id (CONSUMER or CLASSIC)."""
+        return CONSUMER if group_id in self.consumer else CLASSIC
 
     def get(self, group_id: str) -> ClassicGroup | None:
         return self.groups.get(group_id)

@@ -1,27 +1,24 @@
 """The load fast path: the last record of each key of a `__consumer_offsets`
 partition, replayed in log order. Offset commits — nearly all of a large log —
-are parsed straight from their bytes and end in the same apply functions as
-`CoordinatorShard.replay` (`put_committed` / `drop_committed`); every other
-record goes through `replay` itself."""
+are read by the records' own readers (`muster.records.offsets_topic`, fast
+paths included) into plain fields, without key or value objects, and end in
+the same apply functions as `CoordinatorShard.replay` (`put_committed` /
+`drop_committed`); every other record goes through `replay` itself."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from muster.coordinator.offsets.state import CommittedOffset, drop_committed, put_committed
-from muster.records.offsets_topic import offset_commit_key_fields, offset_commit_value_fields
+from muster.records.offsets_topic import (
+    offset_commit_key_fields,
+    offset_commit_key_split,
+    offset_commit_value_fields,
+)
 
 if TYPE_CHECKING:  # the shard calls this module
     from muster.coordinator.shard import CoordinatorShard
-
-# OffsetCommitValue v3 with empty metadata: version, offset, leader epoch, metadata
-# length (0), commit timestamp
-_V3_EMPTY_METADATA = struct.Struct(">hqihq")
-# the partition: a key's last four bytes (unpack_from costs a third of
-# int.from_bytes on a slice, a measurable part of a 1M-record load)
-_PARTITION = struct.Struct(">i")
 
 
 def replay_latest(
@@ -47,8 +44,7 @@ def replay_latest(
     put, drop = put_committed, drop_committed
     key_fields = offset_commit_key_fields
     value_fields = offset_commit_value_fields
-    unpack_v3 = _V3_EMPTY_METADATA.unpack_from
-    unpack_partition = _PARTITION.unpack_from
+    split = offset_commit_key_split
     top = shard.next_seq - 1
     names: dict[bytes, tuple[str, str]] = {}
     last_prefix: bytes | None = None
@@ -57,14 +53,14 @@ def replay_latest(
     for key, (offset, value) in latest.items():
         if offset > top:
             top = offset
-        prefix = key[:-4]
+        prefix, partition = split(key)
         if prefix != last_prefix:
             known = names.get(prefix)
             if known is None:
                 fields = key_fields(key)
                 if fields is None:
                     shard.next_seq = top + 1
-                    shard.replay_other(key, value, offset, None)
+                    shard.replay(key, value, offset)
                     top = shard.next_seq - 1
                     last_prefix = None
                     continue
@@ -72,7 +68,6 @@ def replay_latest(
             group_id, topic = known
             committed = None
             last_prefix = prefix
-        (partition,) = unpack_partition(key, len(key) - 4)
         if value is None:
             existing = offsets_of.get(group_id)
             if existing is not None:
@@ -82,14 +77,7 @@ def replay_latest(
             committed = committed_of(group_id)
             if loading:
                 get_or_create(group_id)
-        if len(value) == 24:
-            version, at, epoch, mlen, stamp = unpack_v3(value)
-            if version == 3 and mlen == 0:  # what muster writes when there is no metadata
-                c = CommittedOffset(at, epoch, "", stamp, -1, offset)
-            else:
-                c = CommittedOffset(*value_fields(value), offset)
-        else:
-            c = CommittedOffset(*value_fields(value), offset)
+        c = CommittedOffset(*value_fields(value), offset)
         tp = (topic, partition)
         if tp in committed:  # held before (another key version): the apply rule decides
             put(committed, tp, c)

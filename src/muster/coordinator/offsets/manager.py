@@ -41,7 +41,6 @@ from muster.coordinator.responses import (
 )
 from muster.records.offsets_topic import (
     OffsetCommitValue,
-    commit_record,
     group_metadata_record,
     offset_commit_record,
 )
@@ -207,14 +206,10 @@ class OffsetManager:
                     results[tp] = E.OFFSET_METADATA_TOO_LARGE
                     continue
                 commit_ts = p.commit_timestamp if p.commit_timestamp >= 0 else fx.now
-                if expire_ts < 0:
-                    record = commit_record(
-                        group_id, tp, p.offset, p.leader_epoch, metadata, commit_ts
-                    )
-                else:
-                    value = OffsetCommitValue(p.offset, -1, metadata, commit_ts, expire_ts)
-                    record = offset_commit_record(group_id, topic.name, p.partition, value)
-                fx.record(record)
+                # a commit with a retention time (v1-4) keeps no leader epoch
+                epoch = p.leader_epoch if expire_ts < 0 else -1
+                value = OffsetCommitValue(p.offset, epoch, metadata, commit_ts, expire_ts)
+                fx.record(offset_commit_record(group_id, topic.name, p.partition, value))
                 written.append(tp)
                 results[tp] = E.NONE
         return results, written

@@ -50,7 +50,7 @@ def make_event_publisher(state: BrokerState) -> Any:
     plog = state.logs.get(EVENTS_TOPIC, 0)
     assert plog is not None
 
-    metrics = state.extras.get("metrics")
+    metrics = state.services.metrics
 
     def publish(events: list[Any]) -> None:
         if metrics is not None:

@@ -16,7 +16,9 @@ _DISABLED = "No Authorizer is configured on the broker"
 
 
 def _security(ctx: RequestContext) -> BrokerSecurity:
-    return ctx.state.extras["security"]  # type: ignore[no-any-return]
+    security = ctx.state.services.security
+    assert security is not None, "the broker sets it before it listens"
+    return security
 
 
 def _filter(f: Any) -> AclFilter:

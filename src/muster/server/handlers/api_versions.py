@@ -17,5 +17,5 @@ def supported_versions(table: dict[int, Any]) -> list[dict[str, int]]:
 
 
 async def handle_api_versions(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    table = ctx.state.extras["api_table"]
+    table = ctx.state.services.api_table
     return {"error_code": ErrorCode.none, "api_keys": supported_versions(table), "throttle_time": 0}

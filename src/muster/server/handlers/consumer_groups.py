@@ -3,8 +3,10 @@ wire entities <-> the pure core (`coordinator/groups/consumer/`).
 
 Served at v0-1, as Kafka 4.x does: v1 (KIP-1082) makes the client choose
 its member id; at v0 an empty id on the first heartbeat gets one from the
-broker. The core reads the broker's topics through `TopicImage` (Kafka's
-metadata image): a heartbeat notices created, grown and deleted topics.
+broker. The core reads the broker's topics through `TopicImage`: a fixed
+image of the topic table taken when the request arrived (Kafka's
+MetadataImage), so a heartbeat notices created, grown and deleted topics and
+a step sees one table however long it queued.
 """
 
 from __future__ import annotations
@@ -29,28 +31,34 @@ GROUP_DENIED = int(ErrorCode.group_authorization_failed)
 
 
 class TopicImage(Mapping[str, SubscribedTopic]):
-    """The broker's topics as the consumer-group core sees them: looked up
-    by name without copying the topic table; iterated (regex subscriptions)
-    over a copy."""
+    """The broker's topics as the group cores see them: the log manager's
+    fixed image of its topic table (`LogManager.image`) taken when the
+    request arrived, not a live view read when the queued step runs (Kafka
+    hands its coordinator a MetadataImage likewise). Taking it copies
+    nothing: the log manager makes one image per change of its table."""
+
+    __slots__ = ("_topics",)
 
     def __init__(self, logs: LogManager) -> None:
-        self._logs = logs
+        self._topics = logs.image()
 
     def __getitem__(self, name: str) -> SubscribedTopic:
-        info = self._logs.topic(name)
+        info = self._topics.get(name)
         if info is None:
             raise KeyError(name)
         return SubscribedTopic(info.topic_id, info.num_partitions)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._logs.topics())
+        return iter(self._topics)
 
     def __len__(self) -> int:
-        return len(self._logs.topics())
+        return len(self._topics)
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.state.extras["coordinator"]  # type: ignore[no-any-return]
+    coordinator = ctx.state.services.coordinator
+    assert coordinator is not None, "the broker makes it before it listens"
+    return coordinator
 
 
 def _ms(value: Any) -> int:

@@ -31,7 +31,9 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    return ctx.state.extras["coordinator"]  # type: ignore[no-any-return]
+    coordinator = ctx.state.services.coordinator
+    assert coordinator is not None, "the broker makes it before it listens"
+    return coordinator
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -89,7 +91,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
                 "error_message": None,
             }
         if key_type == TRANSACTION_KEY:
-            txns = ctx.state.extras.get("transactions")
+            txns = ctx.state.services.transactions
             loaded = txns is not None and txns.loaded
         else:
             loaded = _coordinator(ctx).shard_for(key).loaded
@@ -261,7 +263,7 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
         # Kafka: nothing authorized and known, so the group is not touched
         # (and not created)
         resp = rs.OffsetCommitResponse(topics=())
-    metrics = ctx.state.extras.get("metrics")
+    metrics = ctx.state.services.metrics
     if metrics is not None and resp is not None:
         ok = 0
         for t in resp.topics:

@@ -52,7 +52,7 @@ def _transaction_refusal(
         return None
     if txn_id is None:
         return ErrorCode.transactional_id_authorization_failed
-    coordinator = ctx.state.extras.get("transactions")
+    coordinator = ctx.state.services.transactions
     if coordinator is None or not coordinator.loaded:
         return None
     meta = coordinator.txns.get(txn_id)

@@ -17,7 +17,9 @@ from muster.server.state import RequestContext
 
 
 def _security(ctx: RequestContext) -> BrokerSecurity:
-    return ctx.state.extras["security"]  # type: ignore[no-any-return]
+    security = ctx.state.services.security
+    assert security is not None, "the broker sets it before it listens"
+    return security
 
 
 async def handle_sasl_handshake(ctx: RequestContext, req: Any) -> dict[str, Any]:

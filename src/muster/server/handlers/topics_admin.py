@@ -189,7 +189,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> dict[str, Any]:
             info = state.logs.topics()[name]
             entry["topic_id"] = info.topic_id
             state.logs.delete_topic(name)
-            coordinator = state.extras.get("coordinator")
+            coordinator = state.services.coordinator
             if coordinator is not None:
                 gone = [(name, p) for p in range(info.num_partitions)]
                 for shard in coordinator.shards:

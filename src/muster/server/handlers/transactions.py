@@ -31,7 +31,7 @@ _FENCED_SINCE = 2
 
 
 def transaction_coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
-    return ctx.state.extras.get("transactions")
+    return ctx.state.services.transactions
 
 
 def fenced_for_version(error: int, version: int, since: int) -> int:

@@ -194,10 +194,6 @@ class ClassicGroup:
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
-    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
-        current = self.static_member_id(instance_id)
-        return current is not None and current != member_id
-
     def validate_current_member(self, member_id: str, instance_id: str | None) -> int | None:
         """Kafka's check that a request comes from the current holder of its
         identity: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID (25) or None."""

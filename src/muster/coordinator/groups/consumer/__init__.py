@@ -1,2 +1,2 @@
-"""KIP-848 consumer groups (the ConsumerGroupHeartbeat protocol): not built yet.
-See README.md for where it plugs in."""
+"""KIP-848 consumer groups (the ConsumerGroupHeartbeat protocol). See
+README.md for its modules and where it plugs into the shard."""

@@ -29,8 +29,8 @@ class ConsumerGroupHeartbeat:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
-    # the cluster's topics as the broker knows them now (Kafka's metadata
-    # image): name -> id and partition count; read, never changed
+    # the cluster's topics as the broker knew them when the request arrived
+    # (a fixed image, Kafka's MetadataImage): name -> id and partition count
     topics: Mapping[str, SubscribedTopic] = field(default_factory=dict)
 
 

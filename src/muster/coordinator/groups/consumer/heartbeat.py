@@ -31,7 +31,7 @@ from muster.assignors.consumer.registry import ASSIGNORS
 from muster.coordinator import errors as E
 from muster.coordinator import events_consumer as ce
 from muster.coordinator.context import Effects, pending_key
-from muster.coordinator.groups.consumer import migration
+from muster.coordinator.groups import migration
 from muster.coordinator.groups.consumer import regex as regexes
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeat,

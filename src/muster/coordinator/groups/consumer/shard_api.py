@@ -1,9 +1,8 @@
-"""What the coordinator shard does for consumer groups: request dispatch,
-timers, the apply-at-write-time bookkeeping (revert on a failed append),
-replay at load, and the member checks of OffsetCommit / OffsetFetch.
-
-Kept apart from `shard.py` so that the shard stays the one dispatcher of
-both group types with little consumer-specific code of its own."""
+"""What the coordinator shard does for consumer groups beyond their rows in
+its request table (`coordinator/routes.py`): timers, the apply-at-write-time
+bookkeeping (revert on a failed append), replay at load, the member checks of
+OffsetCommit / OffsetFetch, DescribeGroups / ListGroups / DeleteGroups /
+OffsetDelete on a consumer group."""
 
 from __future__ import annotations
 
@@ -11,33 +10,28 @@ from collections.abc import Iterable
 from typing import Any
 
 from muster.coordinator import errors as E
-from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects, TimerKey
+from muster.coordinator.groups.classic import timers as classic_timers
 from muster.coordinator.groups.classic.members import schedule_heartbeat
-from muster.coordinator.groups.consumer import classic_members
+from muster.coordinator.groups.classic.timers import TimerHandler
+from muster.coordinator.groups.consumer import classic_bridge
 from muster.coordinator.groups.consumer import heartbeat as hb
 from muster.coordinator.groups.consumer.api import (
     ConsumerGroupDescribe,
-    ConsumerGroupHeartbeat,
-    ConsumerGroupHeartbeatResponse,
 )
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
-from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
-from muster.coordinator.groups.consumer.writes import revert
+from muster.coordinator.groups.consumer.writes import revert, tombstones
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
     RECORD_TYPES,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
     decode_consumer_group_key,
     decode_consumer_group_value,
 )
 
-CLASSIC_TIMER_KINDS = ("heartbeat", "pending", "join", "sync")
-TIMER_KINDS = ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync")
+CLASSIC_TIMER_KINDS = frozenset(classic_timers.TIMERS)
 
 
 def is_consumer_record(key: bytes) -> bool:
@@ -71,7 +65,7 @@ def retime(store: GroupStore, fx: Effects, group_ids: set[str], armed: list[Time
                 # group made after the upgrade, reverted with it): that
                 # group's members are gone, so are their timers
                 fx.cancel(key)
-        if key.kind in TIMER_KINDS and key.group_id in group_ids:
+        if key.kind in TIMERS and key.group_id in group_ids:
             group = store.consumer.get(key.group_id)
             member = None if group is None else group.members.get(key.member_id)
             revoking = member is not None and member.state is MemberState.UNREVOKED_PARTITIONS
@@ -116,17 +110,6 @@ def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
     return touched
 
 
-def heartbeat(
-    store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupHeartbeat, error: int | None
-) -> None:
-    if req.group_id == "":
-        fx.reply(rid, ConsumerGroupHeartbeatResponse(E.INVALID_REQUEST, "GroupId can't be empty."))
-    elif error is not None:
-        fx.reply(rid, ConsumerGroupHeartbeatResponse(error))
-    else:
-        hb.handle_heartbeat(store, fx, rid, req)
-
-
 def describe(
     store: GroupStore, fx: Effects, rid: int, req: ConsumerGroupDescribe, errors: list[int | None]
 ) -> None:
@@ -138,16 +121,25 @@ def describe(
     fx.reply(rid, type(resp)(groups))
 
 
-def on_timer(store: GroupStore, fx: Effects, key: TimerKey) -> bool:
-    if key.kind == "consumer-session":
-        hb.on_session_timer(store, fx, key.group_id, key.member_id)
-    elif key.kind == "consumer-revocation":
-        hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
-    elif key.kind in ("consumer-join", "consumer-sync"):
-        classic_members.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
-    else:
-        return False
-    return True
+def _session_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    hb.on_session_timer(store, fx, key.group_id, key.member_id)
+
+
+def _revocation_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    hb.on_revocation_timer(store, fx, key.group_id, key.member_id)
+
+
+def _classic_member_timer(store: GroupStore, fx: Effects, key: TimerKey) -> None:
+    classic_bridge.on_join_or_sync_timer(store, fx, key.kind, key.group_id, key.member_id)
+
+
+# the consumer groups' timers, by kind (see writes.py for their keys)
+TIMERS: dict[str, TimerHandler] = {
+    "consumer-session": _session_timer,
+    "consumer-revocation": _revocation_timer,
+    "consumer-join": _classic_member_timer,  # a classic member told to rejoin did not
+    "consumer-sync": _classic_member_timer,  # a classic member that joined did not sync
+}
 
 
 def arm_timers(store: GroupStore, fx: Effects) -> None:
@@ -208,30 +200,8 @@ def delete_group(offsets: Any, fx: Effects, group: ConsumerGroup) -> int:
     if group.members:
         return E.NON_EMPTY_GROUP
     offsets.remove_offsets(group, offsets.removable(group.group_id), fx)
-    _tombstones(offsets.store, fx, group)
+    tombstones(offsets.store, fx, group)
     return E.NONE
-
-
-def classic_request(store: GroupStore, fx: Effects, rid: int, req: Any) -> bool:
-    """A classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup for a consumer
-    group is served by `classic_members` (True). A JoinGroup for an empty one
-    drops it (its records tombstoned, its offsets kept) and the classic group
-    starts, as Kafka's offline downgrade does (False: the classic path goes on)."""
-    group = store.consumer.get(req.group_id)
-    if group is None:
-        return False
-    if isinstance(req, rq.JoinGroup):
-        if not group.members:
-            _tombstones(store, fx, group)
-            return False
-        classic_members.join(store, fx, rid, req)
-    elif isinstance(req, rq.SyncGroup):
-        classic_members.sync(store, fx, rid, req)
-    elif isinstance(req, rq.Heartbeat):
-        classic_members.heartbeat(store, fx, rid, req)
-    else:
-        classic_members.leave(store, fx, rid, req)
-    return True
 
 
 def session_ms(store: GroupStore, m: ConsumerMember) -> int:
@@ -239,18 +209,6 @@ def session_ms(store: GroupStore, m: ConsumerMember) -> int:
     if m.classic is not None:
         return m.classic.session_timeout_ms
     return store.cfg.consumer_session_timeout_ms
-
-
-def _tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
-    gid = group.group_id
-    for regex in sorted(group.regexes):
-        hb.write(store, fx, *regex_record(gid, regex, None, fx.now))
-    for key in (
-        ConsumerGroupTargetAssignmentMetadataKey(gid),
-        ConsumerGroupPartitionMetadataKey(gid),
-        ConsumerGroupMetadataKey(gid),
-    ):
-        hb.write(store, fx, key, None)
 
 
 def offset_delete(offsets: Any, fx: Effects, group: ConsumerGroup, req: Any) -> Any:

@@ -8,9 +8,14 @@ from collections.abc import Mapping
 
 from muster.coordinator.context import Effects, TimerKey
 from muster.coordinator.groups.classic.group import ClassicGroup
-from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
+from muster.coordinator.groups.consumer.group import ConsumerGroup, apply, regex_record
 from muster.coordinator.groups.store import GroupStore
-from muster.records.consumer_group_records import consumer_group_record
+from muster.records.consumer_group_records import (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    consumer_group_record,
+)
 
 
 def session_key(group_id: str, member_id: str) -> TimerKey:
@@ -74,3 +79,18 @@ def discard(store: GroupStore, fx: Effects) -> None:
     fx.records.clear()
     fx.timers.clear()
     fx.events.clear()
+
+
+def tombstones(store: GroupStore, fx: Effects, group: ConsumerGroup) -> None:
+    """Write an empty consumer group's tombstones (DeleteGroups, or a classic
+    JoinGroup taking its id over): regexes, target and subscription metadata,
+    then the group itself."""
+    gid = group.group_id
+    for regex in sorted(group.regexes):
+        write(store, fx, *regex_record(gid, regex, None, fx.now))
+    for key in (
+        ConsumerGroupTargetAssignmentMetadataKey(gid),
+        ConsumerGroupPartitionMetadataKey(gid),
+        ConsumerGroupMetadataKey(gid),
+    ):
+        write(store, fx, key, None)

@@ -1,6 +1,11 @@
 """Classic-protocol members inside a consumer group (Kafka's
 classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup,
-classicGroupHeartbeatToConsumerGroup, classicGroupLeaveToConsumerGroup).
+classicGroupHeartbeatToConsumerGroup, classicGroupLeaveToConsumerGroup): the
+`consumer` rows of JoinGroup, SyncGroup, Heartbeat and LeaveGroup in the
+shard's request table (`coordinator/routes.py`). The seam where the classic
+protocol meets consumer groups: it may use the classic join (a JoinGroup for
+an empty consumer group starts a classic group, Kafka's offline downgrade)
+and `groups/migration.py`.
 
 A classic client never runs an assignor here: the server assigns, as for any
 member. Its JoinGroup carries its subscription (and, cooperative, what it
@@ -27,8 +32,9 @@ from muster.coordinator import events_consumer as ce
 from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects
+from muster.coordinator.groups import migration as mg
+from muster.coordinator.groups.classic import join as classic_join
 from muster.coordinator.groups.consumer import heartbeat as hb
-from muster.coordinator.groups.consumer import migration as mg
 from muster.coordinator.groups.consumer.group import (
     ConsumerGroup,
     member_metadata_record,
@@ -36,7 +42,7 @@ from muster.coordinator.groups.consumer.group import (
     subscription_metadata_record,
 )
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
-from muster.coordinator.groups.consumer.writes import discard
+from muster.coordinator.groups.consumer.writes import discard, tombstones
 from muster.coordinator.groups.store import GroupStore
 from muster.protocol import consumer_protocol as cp
 
@@ -78,6 +84,18 @@ def _member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> Co
 
 
 # ---- JoinGroup ------------------------------------------------------------------
+
+
+def join_group(store: GroupStore, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
+    """A classic JoinGroup for a consumer group: a member joins it (`join`);
+    for an empty one the group is dropped (its records tombstoned, its
+    offsets kept) and a classic group starts, as Kafka's offline downgrade."""
+    group = store.consumer[req.group_id]
+    if group.members:
+        join(store, fx, rid, req)
+    else:
+        tombstones(store, fx, group)
+        classic_join.handle_join_group(store, fx, rid, req)
 
 
 def join(store: GroupStore, fx: Effects, rid: int, req: rq.JoinGroup) -> None:
