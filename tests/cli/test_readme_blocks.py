@@ -27,6 +27,12 @@ def blocks(section: str) -> list[str]:
 
 
 def root_like(tmp_path: Path) -> Path:
+    if sys.prefix != sys.base_prefix:
+        # in a venv: the venv itself, so `.venv/bin/python` finds its pyvenv.cfg
+        # and site-packages (a symlinked interpreter alone resolves to the base
+        # Python, which has no muster)
+        (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+        return tmp_path
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     here = Path(sys.executable).parent
