@@ -77,6 +77,8 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "security": set(),  # pure security core: authorizer, SASL/SCRAM, principals, properties
     "config": {"security"},
     "_lazy": set(),
+    # the log filter `muster serve` installs (one line per repeat, with a count)
+    "repeat_filter": set(),
     "log": {"records", "config"},
     "coordinator": {"records", "protocol", "assignors", "_lazy"},
     "transactions": {"records"},
@@ -94,7 +96,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     },
     "client": {"assignors", "protocol", "records", "security", "_lazy"},
     "spark": {"client", "records"},
-    "analytics": {"coordinator", "explain", "records", "spark"},
+    "analytics": {"client", "coordinator", "explain", "records", "spark"},
     # the web console: reads any broker through muster's own client
     "console": {"client", "explain", "coordinator", "config", "protocol", "records"},
     # the applications: the command line and the demo it runs
@@ -109,6 +111,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
         "log",
         "protocol",
         "records",
+        "repeat_filter",
         "server",
         "spark",
         "_lazy",
