@@ -1,10 +1,12 @@
 """Rate-limited logging for `muster serve`: the same INFO or WARNING line
-(same logger, level and message template, whatever its arguments) is let
-through at most once per window; the next one after the window says how many
+(same logger, level and text, client addresses aside) is let through at most
+once per window; the next one after the window says how many
 were held back. A client retrying a request (e.g. Metadata for a topic that
 does not exist, several times a second) then costs one line per window, not
-one per retry. DEBUG (every request, on purpose) and ERROR lines pass as they
-are."""
+one per retry. Lines that differ in more than a client's address pass: a
+frame too large and a TLS handshake on a plaintext port are two problems, and
+a person needs to see each. DEBUG (every request, on purpose) and ERROR lines
+pass as they are."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import time
 from collections.abc import Callable
 
 WINDOW_S = 10.0
-_PLACEHOLDERS = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrifgx%]")
+# a client's address (host:port, IPv4 or [IPv6]): the same line from another
+# connection is a repeat
+_ADDRESS = re.compile(r"(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d+")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -23,16 +27,14 @@ class RepeatFilter(logging.Filter):
         super().__init__()
         self.window_s = window_s
         self.clock = clock
-        # (logger, level, template) -> [when the last one went out, how many held back since]
+        # (logger, level, text) -> [when the last one went out, how many held back since]
         self._seen: dict[tuple[str, int, str], list[float]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno not in (logging.INFO, logging.WARNING):
             return True
-        template = str(record.msg)
-        if not _PLACEHOLDERS.sub("", template).strip():  # log.warning("%s", line): the line
-            template = record.getMessage()
-        key = (record.name, record.levelno, template)
+        text = _ADDRESS.sub("<client>", record.getMessage())
+        key = (record.name, record.levelno, text)
         now = self.clock()
         entry = self._seen.get(key)
         if entry is not None and now - entry[0] < self.window_s:

@@ -29,7 +29,13 @@ def test_repeats_are_held_back_then_counted() -> None:
 def test_other_lines_debug_and_errors_pass() -> None:
     limit = RepeatFilter(window_s=10, clock=lambda: 0.0)
     assert limit.filter(_record("a %s", 1)) and limit.filter(_record("b %s", 1))
-    assert not limit.filter(_record("a %s", 2))
+    assert not limit.filter(_record("a %s", 1))
+    # the same problem from another client's connection is a repeat; another problem is not
+    closing = "closing connection from %s: %s"
+    assert limit.filter(_record(closing, "127.0.0.1:5000", "frame of -5 bytes"))
+    assert not limit.filter(_record(closing, "127.0.0.1:5001", "frame of -5 bytes"))
+    assert not limit.filter(_record(closing, "[::1]:5002", "frame of -5 bytes"))
+    assert limit.filter(_record(closing, "127.0.0.1:5003", "a TLS handshake on PLAINTEXT"))
     # a bare "%s" template: the line itself decides what repeats
     assert limit.filter(_record("%s", "one line")) and limit.filter(_record("%s", "another"))
     assert all(limit.filter(_record("x", level=logging.DEBUG)) for _ in range(3))
