@@ -1,12 +1,15 @@
-"""Rate-limited logging for `muster serve`: the same INFO or WARNING line
+"""Rate-limited logging for `muster serve`: the same INFO line
 (same logger, level and text, client addresses aside) is let through at most
 once per window; the next one after the window says how many
 were held back. A client retrying a request (e.g. Metadata for a topic that
 does not exist, several times a second) then costs one line per window, not
 one per retry. Lines that differ in more than a client's address pass: a
 frame too large and a TLS handshake on a plaintext port are two problems, and
-a person needs to see each. DEBUG (every request, on purpose) and ERROR lines
-pass as they are."""
+a person needs to see each. DEBUG (every request, on purpose), WARNING and
+ERROR lines pass as they are: a refused connection or a bad frame is an event
+an operator counts, one line each (the connection limits' own tests count
+them), and so are INFO lines logged with `extra={"every_time": True}` (a
+connection refused over the connection limits)."""
 
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ class RepeatFilter(logging.Filter):
         self._seen: dict[tuple[str, int, str], list[float]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno not in (logging.INFO, logging.WARNING):
+        if record.levelno != logging.INFO or getattr(record, "every_time", False):
             return True
         text = _ADDRESS.sub("<client>", record.getMessage())
         key = (record.name, record.levelno, text)

@@ -40,3 +40,7 @@ def test_other_lines_debug_and_errors_pass() -> None:
     assert limit.filter(_record("%s", "one line")) and limit.filter(_record("%s", "another"))
     assert all(limit.filter(_record("x", level=logging.DEBUG)) for _ in range(3))
     assert all(limit.filter(_record("y", level=logging.ERROR)) for _ in range(3))
+    assert all(limit.filter(_record("z", level=logging.WARNING)) for _ in range(3))
+    refused = _record("refused connection from %s", "127.0.0.1")
+    refused.every_time = True
+    assert limit.filter(refused) and limit.filter(refused)

@@ -216,7 +216,10 @@ class Broker:
         host = peer[0] if isinstance(peer, tuple) else "unknown"
         refused = self.admission.admit(host)
         if refused is not None:
-            log.info("refused connection from %s: %s", host, refused)
+            # one line per refusal, never rate-limited (muster.repeat_filter)
+            log.info(
+                "refused connection from %s: %s", host, refused, extra={"every_time": True}
+            )
             writer.close()
             return
         task = asyncio.current_task()
