@@ -102,6 +102,12 @@ class GroupAdmin(Admin):
         desc = found.get(group)
         if desc is None:
             raise KafkaCliError("GROUP_ID_NOT_FOUND", f"{context}: no answer for it")
+        if _state_name(desc.state) == "Dead" and not desc.members:
+            # DescribeGroups knows classic groups only; a consumer (KIP-848)
+            # group answers ConsumerGroupDescribe
+            modern = self._describe_consumer_group(group)
+            if modern is not None:
+                return modern
         members = tuple(
             GroupMember(
                 member_id=m.member_id,
@@ -125,6 +131,38 @@ class GroupAdmin(Admin):
             coordinator=coordinator,
             members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
             type="classic" if desc.protocol_type else "",
+        )
+
+    def _describe_consumer_group(self, group: str) -> GroupDescription | None:
+        from muster.console.consumer_groups import describe_consumer_group
+
+        client = self._client
+        view = client._run(describe_consumer_group(client._aio, group))
+        if view is None:
+            return None
+        try:
+            coordinator: int | None = client.find_coordinator(group)
+        except (KafkaError, TimeoutError, OSError):
+            coordinator = None
+        members = tuple(
+            GroupMember(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                host=m.client_host,
+                group_instance_id=m.instance_id,
+                assignment=tuple(sorted(m.current)),
+                target=tuple(sorted(m.target)),
+            )
+            for m in view.members
+        )
+        return GroupDescription(
+            group_id=view.group_id,
+            state=view.state,
+            protocol=view.assignor,
+            is_simple=False,
+            coordinator=coordinator,
+            members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
+            type="consumer",
         )
 
     def committed_offsets(self, group: str) -> dict[TopicPartitionKey, int]:
