@@ -108,6 +108,10 @@ class AIOProducer:
             self.delivery_timeout_s, 60 if propagation is None else int(propagation) / 1000
         )
         self.retry_backoff_s = c.int("retry.backoff.ms") / 1000
+        # librdkafka's producer default: a topic it produces to is created by a
+        # broker that allows auto-creation (auto.create.topics.enable)
+        auto = c.get("allow.auto.create.topics")
+        self.auto_create = True if auto is None else str(auto).lower() in ("true", "1")
         self.cluster = Cluster(
             c.str("bootstrap.servers"),
             c.str("client.id"),
@@ -352,7 +356,9 @@ class AIOProducer:
         unknown = {e.topic for e in todo if e.topic not in known}
         if unknown:
             try:
-                await self.cluster.refresh_metadata(unknown | set(self.cluster.topics))
+                await self.cluster.refresh_metadata(
+                    unknown | set(self.cluster.topics), auto_create=self.auto_create
+                )
             except KafkaError:
                 pass  # retried below via _waiting_metadata until delivery.timeout.ms
         now = time.monotonic()

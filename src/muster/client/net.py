@@ -428,8 +428,12 @@ class Cluster:
         except TimeoutError:
             raise KafkaTimeoutError(f"api {api_key} to {conn!r}") from None
 
-    async def refresh_metadata(self, topics: Iterable[str] | None = None) -> dict[str, TopicMeta]:
-        """Refresh brokers and the given topics (None: all topics)."""
+    async def refresh_metadata(
+        self, topics: Iterable[str] | None = None, auto_create: bool = False
+    ) -> dict[str, TopicMeta]:
+        """Refresh brokers and the given topics (None: all topics); `auto_create`
+        asks the broker to create named topics it lacks (a producer's request,
+        where the broker allows it: auto.create.topics.enable)."""
         conn = await self.any_connection()
         version = conn.version_for(METADATA)
         names = None if topics is None else sorted(set(topics))
@@ -437,7 +441,7 @@ class Cluster:
             wanted: Any = None if version >= 1 else []
         else:
             wanted = [{"name": t} for t in names]
-        body = {"topics": wanted, "allow_auto_topic_creation": False}
+        body = {"topics": wanted, "allow_auto_topic_creation": auto_create}
         try:
             response = await with_timeout(
                 conn.send(METADATA, body, version), self.request_timeout_s
