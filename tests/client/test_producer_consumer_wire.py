@@ -194,7 +194,9 @@ def test_auto_offset_reset_latest_and_pause(muster_broker, topic_name):
 
 
 def test_unknown_topic_fails_the_delivery(muster_broker):
-    producer = Producer({"bootstrap.servers": muster_broker.bootstrap, "delivery.timeout.ms": 500})
+    # without auto-creation asked for (librdkafka's producer asks by default)
+    conf = {"delivery.timeout.ms": 500, "allow.auto.create.topics": False}
+    producer = Producer({"bootstrap.servers": muster_broker.bootstrap, **conf})
     errors: list = []
     future = producer.produce("no-such-topic", b"x", on_delivery=lambda e, m: errors.append(e))
     producer.flush(10)
@@ -203,6 +205,14 @@ def test_unknown_topic_fails_the_delivery(muster_broker):
         future.result()
     assert info.value.code == 3 and info.value.retriable
     assert isinstance(errors[0], KafkaError)
+
+
+def test_a_producer_asks_for_a_topic_it_produces_to(muster_broker):
+    producer = Producer({"bootstrap.servers": muster_broker.bootstrap})
+    future = producer.produce("made-on-first-produce", b"x")
+    assert producer.flush(10) == 0
+    producer.close()
+    assert future.result().topic == "made-on-first-produce"
 
 
 def test_group_of_muster_consumers_splits_partitions(broker, topic_name):
