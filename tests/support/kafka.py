@@ -10,7 +10,6 @@ fixtures), bench/ and conformance/.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.support.brokers import ControlledProcess
 from tests.support.peers import REPO_ROOT, build_lock, cache_dir
 
 KAFKA_VERSION = "4.4.0"
@@ -111,7 +111,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class KafkaProcess:
+class KafkaProcess(ControlledProcess):
     """A single-node KRaft Kafka 4.4 in `work_dir` (a temporary folder when not
     given): `kafka-storage format` once, then `kafka.Kafka server.properties`.
     `settings` are broker properties, Kafka's names, over SINGLE_NODE and
@@ -133,6 +133,7 @@ class KafkaProcess:
         self.log_path = self.work_dir / "kafka.log"
         self.out_path = self.work_dir / "kafka.out"
         self.formatted = False
+        self.stop_timeout = 60.0
 
     @property
     def bootstrap(self) -> str:
@@ -205,35 +206,6 @@ class KafkaProcess:
                         return
             time.sleep(0.1)
         raise TimeoutError(f"Kafka did not start within {timeout}s; see {self.log_path}")
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=60)
-        self.proc = None
-        return code
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self.proc = None
-
-    def restart(self, hard: bool = False) -> None:
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        self.start()
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self.proc = None
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
 if __name__ == "__main__":
