@@ -181,20 +181,14 @@ JAVA_SRC = Path(__file__).resolve().parent / "java" / "SyncCommits.java"
 
 
 def java_committer_command() -> list[str] | None:
-    """`java ... SyncCommits` compiled against Kafka's jars into the project's
-    cache on first use; None without a JDK."""
+    """`java ... SyncCommits`, compiled against Kafka's jars into the project's
+    cache on first use (tests/support/java.py); None without a JDK."""
+    from tests.support.java import compiled
     from tests.support.kafka import LOG4J, classpath
-    from tests.support.peers import build_lock, cache_dir
 
     if shutil.which("javac") is None or shutil.which("java") is None:
         return None
-    out = cache_dir() / "bench-java"
-    built = out / "SyncCommits.class"
-    with build_lock("bench-java"):
-        if not built.exists() or built.stat().st_mtime < JAVA_SRC.stat().st_mtime:
-            out.mkdir(parents=True, exist_ok=True)
-            cmd = ["javac", "-d", str(out), "-cp", classpath(), str(JAVA_SRC)]
-            subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = compiled(JAVA_SRC.parent)
     return [
         "java",
         "-Xmx256m",

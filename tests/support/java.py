@@ -31,10 +31,11 @@ VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 
 
-def compiled() -> Path:
-    """The folder of tests/java/*.java's classes, compiled on first use (a folder
-    per hash of the sources, so worktrees with different sources never clash)."""
-    sources = sorted(JAVA_SOURCES.glob("*.java"))
+def compiled(folder: Path = JAVA_SOURCES) -> Path:
+    """The folder of `folder`/*.java's classes (tests/java by default; bench/java
+    too), compiled against Kafka's jars on first use (a folder per hash of the
+    sources, so worktrees with different sources never clash)."""
+    sources = sorted(folder.glob("*.java"))
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
