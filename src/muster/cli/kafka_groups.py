@@ -134,10 +134,8 @@ class GroupAdmin(Admin):
         )
 
     def _describe_consumer_group(self, group: str) -> GroupDescription | None:
-        from muster.console.consumer_groups import describe_consumer_group
-
         client = self._client
-        view = client._run(describe_consumer_group(client._aio, group))
+        view = client.describe_consumer_group(group)
         if view is None:
             return None
         try:

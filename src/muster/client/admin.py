@@ -417,6 +417,14 @@ class Admin:
     def _run(self, coro: Any) -> Any:
         return self._runner.run(coro, self._aio.timeout_ms / 1000 + 10)
 
+    def describe_consumer_group(self, group_id: str) -> Any:
+        """A consumer (KIP-848) group as ConsumerGroupDescribe tells it
+        (client.consumer_group_describe.ConsumerGroupView), or None when the
+        broker does not serve it or the group is not a consumer group."""
+        from muster.client.consumer_group_describe import describe_consumer_group
+
+        return self._run(describe_consumer_group(self._aio, group_id))
+
     def list_topics(self) -> dict[str, int]:
         return self._run(self._aio.list_topics())
 

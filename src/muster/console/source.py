@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster.client.admin import AIOAdmin, GroupDescription, GroupListing
+from muster.client.consumer_group_describe import ConsumerGroupView, describe_consumer_group
 from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
-from muster.console.consumer_groups import ConsumerGroupView, describe_consumer_group
 
 DESCRIBE_CONFIGS = 32
 TOPIC, BROKER = 2, 4  # DescribeConfigs resource types

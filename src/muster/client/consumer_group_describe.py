@@ -5,10 +5,12 @@ its current assignment next to the target the coordinator computed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from muster.client.admin import AIOAdmin
 from muster.client.errors import KafkaError
+
+if TYPE_CHECKING:
+    from muster.client.admin import AIOAdmin
 
 CONSUMER_GROUP_DESCRIBE = 69
 
