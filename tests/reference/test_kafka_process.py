@@ -3,7 +3,9 @@ client, keeps an acknowledged record and a committed offset across `kill -9`."""
 
 from __future__ import annotations
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.support.kafka import KafkaProcess, run_tool
 
@@ -36,7 +38,17 @@ def test_kafka_serves_keeps_commits_across_kill_9_and_its_tools_run(
     kafka_broker.restart(hard=True)
 
     reader = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "ref-billing"})
-    committed = reader.committed([TopicPartition("ref-orders", 0)], timeout=30)
+    # a restarted Kafka answers NOT_COORDINATOR until it has loaded its offsets
+    # partition again; librdkafka passes that up instead of retrying
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            committed = reader.committed([TopicPartition("ref-orders", 0)], timeout=30)
+            break
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.NOT_COORDINATOR or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     reader.close()
     assert committed[0].offset == 1
 
