@@ -168,7 +168,74 @@ def delete_records(s: Session) -> None:
     s.record("fetch_deleted", fetched(s.call(FETCH, 11, fetch_body(t, tid, 0), record=False)))
 
 
+def fenced_producer(s: Session) -> None:
+    """A transactional producer that a newer instance (same transactional id, epoch
+    bumped by InitProducerId) fenced mid-transaction: its next Produce must be fatal
+    to it (INVALID_PRODUCER_EPOCH), not the abortable INVALID_TXN_STATE."""
+    t = s.name("t")
+    create_topic(s, t, 1)
+    tid = topic_id(s, t)
+    txn = s.name("tx")
+    pid, epoch = _pid(s, txn)
+
+    def add(label: str, e: int) -> None:
+        s.call(
+            ADD_PARTITIONS,
+            3,
+            {
+                "v3_and_below_transactional_id": txn,
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": e,
+                "v3_and_below_topics": [{"name": t, "partitions": [0]}],
+            },
+            label,
+        )
+
+    def send(label: str, e: int, seq: int, p: int = pid) -> None:
+        records = batch(
+            [b"z"], producer_id=p, producer_epoch=e, base_sequence=seq, transactional=True
+        )
+        body = produce_body(t, tid, records)
+        body["transactional_id"] = txn
+        s.record(label, produced(s.call(PRODUCE, 9, body, record=False)))
+
+    add("add_partitions", epoch)
+    send("before_fence", epoch, 0)
+    # Kafka answers CONCURRENT_TRANSACTIONS while it aborts the fenced transaction;
+    # a client retries, and so does this
+    fenced_pid: list[tuple[int, int]] = []
+
+    def init_again() -> bool:
+        a = s.call(
+            INIT_PID,
+            4,
+            {
+                "transactional_id": txn,
+                "transaction_timeout": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+            record=False,
+        )
+        if isinstance(a, dict) and a["error_code"] == 0:
+            fenced_pid.append((a["producer_id"], a["producer_epoch"]))
+        return bool(fenced_pid)
+
+    s.record("init_again", s.wait(init_again, 15))
+    if not fenced_pid:
+        return
+    new_pid, new_epoch = fenced_pid[0]
+    s.record("same_producer_id", new_pid == pid)
+    s.record("epoch_bumped", new_epoch > epoch)
+    send("fenced", epoch, 1)
+    send("new_epoch_not_added", new_epoch, 0)
+    send("other_producer_id", new_epoch, 0, p=pid + 1000)
+    add("add_partitions_new_epoch", new_epoch)
+    send("new_epoch_added", new_epoch, 0)
+
+
 register("producers", "idempotent_sequences", idempotent_sequences)
 register("producers", "transactional_outside_transaction", transactional_outside_transaction)
 register("producers", "read_committed_around_transaction", read_committed_around_transaction)
 register("producers", "delete_records", delete_records)
+register("producers", "fenced_producer", fenced_producer)

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from muster.records.batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_MASK
 from muster.records.errors import CodedError
+from muster.records.v2 import HEADER_SIZE, read_header
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.clock import now_ms
@@ -56,6 +57,16 @@ def _transaction_refusal(
     if coordinator is None or not coordinator.loaded:
         return None
     meta = coordinator.txns.get(txn_id)
+    if meta is not None and len(records) >= HEADER_SIZE:
+        # Kafka verifies the batch's producer with the coordinator before the
+        # partition (KIP-890): a fenced producer hears INVALID_PRODUCER_EPOCH,
+        # which librdkafka and the Java producer treat as fatal, not the
+        # abortable INVALID_TXN_STATE.
+        header = read_header(records)
+        if header.producer_id != meta.producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if header.producer_epoch != meta.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
     if (
         meta is None
         or meta.status != TxnStatus.ONGOING
