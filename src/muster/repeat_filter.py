@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import time
 from collections.abc import Callable
 
@@ -52,12 +53,31 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is when a line is logged, not the one it
+    was made with: a broker started in-process (an embedded broker, a CLI
+    test's runner) outlives the stream it started under, and a line logged
+    later (py4j closing at exit, say) must not hit a closed file."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
 def setup_logging(level: str = "INFO", window_s: float = WINDOW_S) -> None:
     """The broker's log format on stderr, with repeats rate-limited. Done
-    before the broker starts, whose own logging.basicConfig then keeps it."""
-    handler = logging.StreamHandler()
+    before the broker starts, whose own logging.basicConfig then keeps it.
+    A second call (a second broker in one process) replaces the first
+    handler instead of printing every line twice."""
+    handler = _StderrHandler()
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.addFilter(RepeatFilter(window_s))
     root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())

@@ -3,9 +3,13 @@ and the next one after it carries the count of those held back."""
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 
-from muster.repeat_filter import RepeatFilter
+import pytest
+
+from muster.repeat_filter import RepeatFilter, setup_logging
 
 
 def _record(msg: str, *args: object, level: int = logging.INFO) -> logging.LogRecord:
@@ -44,3 +48,28 @@ def test_other_lines_debug_and_errors_pass() -> None:
     refused = _record("refused connection from %s", "127.0.0.1")
     refused.every_time = True
     assert limit.filter(refused) and limit.filter(refused)
+
+
+def test_a_broker_started_in_process_logs_to_the_stderr_of_the_moment_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An embedded broker or a CLI test outlives the stderr it started under:
+    a line logged after that stream closed goes to the current stderr (it
+    used to raise 'I/O operation on closed file' at exit), and a second
+    setup does not print each line twice."""
+    root = logging.getLogger()
+    before = list(root.handlers), root.level
+    try:
+        first = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", first)
+        setup_logging("INFO")
+        setup_logging("INFO")
+        first.close()
+        now = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", now)
+        logging.getLogger("py4j.clientserver").info("Closing down clientserver connection")
+        assert now.getvalue().count("Closing down clientserver connection") == 1
+    finally:
+        for h in [h for h in root.handlers if h not in before[0]]:
+            root.removeHandler(h)
+        root.setLevel(before[1])
