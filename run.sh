@@ -23,7 +23,7 @@ case "${1:-}" in
     .venv/bin/ruff check src tests bench reliability conformance
     echo "==> pytest"
     rc=0
-    .venv/bin/pytest -q --durations=15 "$@" || rc=$?
+    .venv/bin/pytest -q --durations=30 "$@" || rc=$?
     if [ "$rc" -eq 5 ]; then
       echo "run.sh test: pytest collected no tests (exit 5): FAILED" >&2
     fi
