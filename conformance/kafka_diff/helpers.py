@@ -210,3 +210,19 @@ def _has_leader(s: Session, topic: str) -> bool:
         and t["partitions"]
         for t in a["topics"]
     )
+
+
+def init_producer_id(s: Session, txn: str | None) -> Any:
+    """InitProducerId v4 for `txn` (None: an idempotent producer), not recorded:
+    the raw answer (a dict, or the session's marker of a closed connection)."""
+    return s.call(
+        22,
+        4,
+        {
+            "transactional_id": txn,
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+        record=False,
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from conformance.kafka_diff.helpers import METADATA, create_topic
+from conformance.kafka_diff.helpers import METADATA, create_topic, init_producer_id
 from conformance.kafka_diff.registry import register
 from conformance.kafka_diff.session import Session
 from muster.records.batch import build_batch
@@ -335,17 +335,7 @@ for _v in range(6):
 
 
 def _init(s: Session, txn: str) -> tuple[int, int]:
-    a = s.call(
-        INIT_PID,
-        4,
-        {
-            "transactional_id": txn,
-            "transaction_timeout": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
-        record=False,
-    )
+    a = init_producer_id(s, txn)
     return a["producer_id"], a["producer_epoch"]
 
 

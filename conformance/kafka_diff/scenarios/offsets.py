@@ -13,6 +13,7 @@ from conformance.kafka_diff.helpers import (
     TXN_OFFSET_COMMIT,
     create_topic,
     describe,
+    init_producer_id,
     stable_member,
 )
 from conformance.kafka_diff.registry import register
@@ -241,17 +242,7 @@ def pending_transactional_offsets(s: Session) -> None:
     answers UNSTABLE_OFFSET_COMMIT until EndTxn, then the offset."""
     g, t, txn = s.name("g"), s.name("t"), s.name("tx")
     create_topic(s, t, 1)
-    a = s.call(
-        22,
-        4,
-        {
-            "transactional_id": txn,
-            "transaction_timeout": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
-        record=False,
-    )
+    a = init_producer_id(s, txn)
     pid, epoch = a["producer_id"], a["producer_epoch"]
     s.call(
         25,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.kafka_diff.helpers import create_topic
+from conformance.kafka_diff.helpers import create_topic, init_producer_id
 from conformance.kafka_diff.registry import register
 from conformance.kafka_diff.scenarios.data import (
     FETCH,
@@ -23,21 +23,11 @@ from conformance.kafka_diff.scenarios.data import (
 )
 from conformance.kafka_diff.session import Session
 
-INIT_PID, ADD_PARTITIONS, END_TXN, DELETE_RECORDS = 22, 24, 26, 21
+ADD_PARTITIONS, END_TXN, DELETE_RECORDS = 24, 26, 21
 
 
 def _pid(s: Session, txn: str | None) -> tuple[int, int]:
-    a = s.call(
-        INIT_PID,
-        4,
-        {
-            "transactional_id": txn,
-            "transaction_timeout": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
-        record=False,
-    )
+    a = init_producer_id(s, txn)
     return a["producer_id"], a["producer_epoch"]
 
 
@@ -206,17 +196,7 @@ def fenced_producer(s: Session) -> None:
     fenced_pid: list[tuple[int, int]] = []
 
     def init_again() -> bool:
-        a = s.call(
-            INIT_PID,
-            4,
-            {
-                "transactional_id": txn,
-                "transaction_timeout": 60000,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            },
-            record=False,
-        )
+        a = init_producer_id(s, txn)
         if isinstance(a, dict) and a["error_code"] == 0:
             fenced_pid.append((a["producer_id"], a["producer_epoch"]))
         return bool(fenced_pid)
