@@ -62,16 +62,35 @@ PropertyOption = Annotated[
 
 
 def client_props(command_config: Path | None, properties: list[str] | None) -> dict[str, str]:
-    """The client properties of --command-config, then -X (later wins)."""
-    from muster.config import parse_properties_file
+    """The client properties of --command-config, then -X (later wins).
+    Unknown names are treated as librdkafka and Kafka's tools do: an unknown
+    -X name is refused (as kcat's), one in a file is warned about and skipped
+    (as Kafka's tools log it); both name the closest known client property."""
+    from muster.client.property_names import CLIENT_PROPERTIES
+    from muster.config import did_you_mean, parse_properties_file
 
     props: dict[str, str] = {}
     if command_config is not None:
         try:
-            props.update(parse_properties_file(command_config))
+            from_file = parse_properties_file(command_config)
         except (OSError, ValueError) as exc:
             fail(f"--command-config {command_config}: {exc}")
-    props.update(parse_pairs(properties or [], "-X"))
+        for name in [n for n in from_file if n not in CLIENT_PROPERTIES]:
+            err().print(
+                f"[yellow]warning:[/] --command-config {escape(str(command_config))}: "
+                f"unknown client property {escape(repr(name))}"
+                f"{escape(did_you_mean(name, CLIENT_PROPERTIES))}, ignored",
+                soft_wrap=True,
+            )
+            del from_file[name]
+        props.update(from_file)
+    for name, value in parse_pairs(properties or [], "-X"):
+        if name not in CLIENT_PROPERTIES:
+            fail(
+                f"-X {name}: unknown client property{did_you_mean(name, CLIENT_PROPERTIES)} "
+                "(librdkafka's and Kafka's client property names)"
+            )
+        props[name] = value
     return props
 
 
