@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from muster.cli.kafka import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, KafkaCliError
 
@@ -126,6 +127,17 @@ def out() -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = PIPED_WIDTH
     return console
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """Prints TABLE with its title on a line of its own. A title names a topic or
+    group, and rich wraps a title at the table's width (a 140-character topic
+    name over two lines even when piped); on its own line it is never cut."""
+    console = console or out()
+    if table.title is not None:
+        console.print(table.title, style="table.title", soft_wrap=True)
+        table.title = None
+    console.print(table)
 
 
 def err() -> Console:
