@@ -224,13 +224,14 @@ ALIASES: dict[str, tuple[str, int]] = {
 }
 
 
-def did_you_mean(name: str) -> str:
+def did_you_mean(name: str, known: Iterable[str] | None = None) -> str:
     """" (did you mean 'x'?)" for the known property name closest to a
-    misspelt one (muster's and Kafka's names alike), or ""."""
+    misspelt one, or "": by default among the broker's names (muster's and
+    Kafka's alike); the CLI passes the client's."""
     import difflib
 
-    known = [*BY_NAME, *KAFKA_ONLY, *ALIASES]
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    names = list(known) if known is not None else [*BY_NAME, *KAFKA_ONLY, *ALIASES]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -65,3 +65,10 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path, section: str) -> Non
     )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
+    # what the blocks leave in a clone (data, certificates, properties files)
+    # is git-ignored there, so a reader's `git status` stays clean
+    left = [p.name + ("/x" if p.is_dir() else "") for p in cwd.iterdir() if p.name != ".venv"]
+    assert left, "the blocks made nothing"
+    for path in left:
+        ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "--no-index", path])
+        assert ignored.returncode == 0, f"{path} (made by the README's blocks) is not git-ignored"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def test_users_and_acls_commands(cli, secured) -> None:  # type: ignore[no-untyp
     assert added.exit_code == 0, added.output
     listed = cli("users", "list", *common)
     assert "dora" in listed.output and "SCRAM-SHA-512" in listed.output and "8192" in listed.output
+    as_json = json.loads(cli("users", "list", "--json", *common).stdout)
+    assert {"user": "dora", "mechanism": "SCRAM-SHA-512", "iterations": 8192} in as_json
 
     # dora authenticates, but may not write until an ACL says so
     err = _produce_as(broker, "SCRAM-SHA-512", "dora", "dora-pw")
@@ -82,6 +85,11 @@ def test_users_and_acls_commands(cli, secured) -> None:  # type: ignore[no-untyp
 
     listed = cli("acls", "list", "--principal", "User:dora", *common)
     assert "WRITE" in listed.output and "prefixed" in listed.output
+    as_json = json.loads(cli("acls", "list", "--principal", "User:dora", "--json", *common).stdout)
+    assert sorted(b["operation"] for b in as_json) == ["CREATE", "WRITE"]
+    assert {(b["principal"], b["pattern_type"], b["name"]) for b in as_json} == {
+        ("User:dora", "PREFIXED", "cli-")
+    }
     removed = cli(
         "acls",
         "remove",

@@ -61,6 +61,40 @@ def test_port_in_use_is_two_lines_and_creates_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_missing_nested_data_dir_is_created_and_logged(tmp_path: Path) -> None:
+    """As Kafka does with log.dirs: a data directory whose parents do not exist
+    either is created, and the log says so in Kafka's words (a mistyped path
+    shows there), instead of the broker stopping."""
+    data = tmp_path / "nope" / "deeper" / "data"
+    port = free_port()
+    log = tmp_path / "serve.log"
+    argv = [sys.executable, "-m", "muster", "serve", "--data-dir", str(data)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*argv, "--listen", f"127.0.0.1:{port}"], stderr=out, cwd=tmp_path, env=ENV
+        )
+    try:
+        wait_for_port(port, proc)
+        assert data.is_dir()
+        assert (data / ".lock").read_text().strip() == str(proc.pid)
+        assert f"Log directory {data} not found, created it." in log.read_text()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+
+
+def test_port_in_use_creates_no_missing_parent(tmp_path: Path) -> None:
+    """A nested data directory is only created once the broker can start."""
+    holder = socket.create_server(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    try:
+        done = serve(tmp_path, "--data-dir", "nope/deeper/data", "--listen", f"127.0.0.1:{port}")
+    finally:
+        holder.close()
+    error_lines(done)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_metrics_port_in_use_creates_nothing(tmp_path: Path) -> None:
     holder = socket.create_server(("127.0.0.1", 0))
     mport = holder.getsockname()[1]

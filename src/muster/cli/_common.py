@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from muster.cli.kafka import DEFAULT_BOOTSTRAP, DEFAULT_TIMEOUT, KafkaCliError
 
@@ -62,16 +63,35 @@ PropertyOption = Annotated[
 
 
 def client_props(command_config: Path | None, properties: list[str] | None) -> dict[str, str]:
-    """The client properties of --command-config, then -X (later wins)."""
-    from muster.config import parse_properties_file
+    """The client properties of --command-config, then -X (later wins).
+    Unknown names are treated as librdkafka and Kafka's tools do: an unknown
+    -X name is refused (as kcat's), one in a file is warned about and skipped
+    (as Kafka's tools log it); both name the closest known client property."""
+    from muster.client.property_names import CLIENT_PROPERTIES
+    from muster.config import did_you_mean, parse_properties_file
 
     props: dict[str, str] = {}
     if command_config is not None:
         try:
-            props.update(parse_properties_file(command_config))
+            from_file = parse_properties_file(command_config)
         except (OSError, ValueError) as exc:
             fail(f"--command-config {command_config}: {exc}")
-    props.update(parse_pairs(properties or [], "-X"))
+        for name in [n for n in from_file if n not in CLIENT_PROPERTIES]:
+            err().print(
+                f"[yellow]warning:[/] --command-config {escape(str(command_config))}: "
+                f"unknown client property {escape(repr(name))}"
+                f"{escape(did_you_mean(name, CLIENT_PROPERTIES))}, ignored",
+                soft_wrap=True,
+            )
+            del from_file[name]
+        props.update(from_file)
+    for name, value in parse_pairs(properties or [], "-X"):
+        if name not in CLIENT_PROPERTIES:
+            fail(
+                f"-X {name}: unknown client property{did_you_mean(name, CLIENT_PROPERTIES)} "
+                "(librdkafka's and Kafka's client property names)"
+            )
+        props[name] = value
     return props
 
 
@@ -107,6 +127,17 @@ def out() -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = PIPED_WIDTH
     return console
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """Prints TABLE with its title on a line of its own. A title names a topic or
+    group, and rich wraps a title at the table's width (a 140-character topic
+    name over two lines even when piped); on its own line it is never cut."""
+    console = console or out()
+    if table.title is not None:
+        console.print(table.title, style="table.title", soft_wrap=True)
+        table.title = None
+    console.print(table)
 
 
 def err() -> Console:

@@ -24,7 +24,7 @@ from muster.cli._common import (
     client_props,
     err,
     fail,
-    out,
+    print_table,
 )
 
 
@@ -173,7 +173,7 @@ def _print_table(topic: str, records: list[kafka.Record]) -> None:
             _shown(r.value),
             headers,
         )
-    out().print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -32,6 +32,7 @@ from muster.cli._common import (
     fail,
     out,
     print_json,
+    print_table,
 )
 from muster.cli.reset_plan import Key, parse_datetime, plan_reset
 
@@ -135,7 +136,7 @@ def list_(
     for g in groups:
         ptype = "?" if g.protocol_type is None else (g.protocol_type or "(none)")
         table.add_row(escape(g.group_id), g.state, escape(ptype), g.type)
-    out().print(table)
+    print_table(table)
 
 
 # ---- describe --------------------------------------------------------------
@@ -425,7 +426,7 @@ def reset_offsets(
             _num(offsets.log_start),
             _num(offsets.log_end),
         )
-    out().print(table)
+    print_table(table)
     if not execute:
         note = "Dry run: nothing committed; add --execute to commit these offsets."
         if desc.state not in INACTIVE_STATES:
@@ -494,7 +495,7 @@ def delete_offsets(
         error = results[key]
         failed += error is not None
         table.add_row(escape(key[0]), str(key[1]), "deleted" if error is None else error)
-    out().print(table)
+    print_table(table)
     if failed:
         fail(f"{failed} of {len(results)} partitions kept their offsets")
 

@@ -27,6 +27,7 @@ from muster.cli._common import (
     fail,
     out,
     parse_pairs,
+    print_table,
 )
 
 # Up to this many records, every record's offset is listed; above it, a
@@ -230,7 +231,7 @@ def _report(topic: str, tally: _Tally) -> None:
         table.add_column("Last offset", justify="right")
         for part, offsets in sorted(ranges.items()):
             table.add_row(str(part), str(len(offsets)), str(min(offsets)), str(max(offsets)))
-    console.print(table)
+    print_table(table, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -99,7 +99,7 @@ def serve(
             "--data-dir",
             metavar="DIR",
             file_okay=False,
-            help=f"Data directory (log.dirs). Default: {DEFAULT_DATA_DIR}",
+            help=f"Data directory (log.dirs), created if missing. Default: {DEFAULT_DATA_DIR}",
             show_default=False,
         ),
     ] = None,

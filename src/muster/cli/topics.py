@@ -23,6 +23,7 @@ from muster.cli._common import (
     out,
     parse_pairs,
     print_json,
+    print_table,
 )
 
 app = typer.Typer(
@@ -106,7 +107,7 @@ def list_(
     table.add_column("Status")
     for topic in topics:
         table.add_row(escape(topic.name), str(len(topic.partitions)), topic.error or "ok")
-    out().print(table)
+    print_table(table)
 
 
 def _ids(nodes: tuple[int, ...]) -> str:
@@ -163,7 +164,7 @@ def describe(
     else:
         for row, _ in rows:
             parts.add_row(*row)
-    console.print(parts)
+    print_table(parts, console)
 
     if desc.configs is not None:
         if desc.configs:
@@ -179,7 +180,7 @@ def describe(
                     entry.source + (" (default)" if entry.is_default else ""),
                     style="dim" if entry.is_default else None,
                 )
-            console.print(configs)
+            print_table(configs, console)
         else:
             console.print("Configs: none reported by the broker.")
     for note in desc.notes:

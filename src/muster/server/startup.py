@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import socket
 import time
 from pathlib import Path
 
 LOCK_NAME = ".lock"
+
+log = logging.getLogger("muster.broker")
 
 
 class StartupError(Exception):
@@ -88,7 +91,12 @@ class DataDirLock:
     def acquire(self) -> DataDirLock:
         path = self.data_dir / LOCK_NAME
         try:
+            missing = not self.data_dir.exists()
             self.data_dir.mkdir(parents=True, exist_ok=True)
+            if missing:
+                # created, parents included, as Kafka creates its log.dirs; said
+                # in Kafka's words, so a mistyped --data-dir shows in the log
+                log.info("Log directory %s not found, created it.", self.data_dir.absolute())
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StartupError(self._unusable(exc)) from None
