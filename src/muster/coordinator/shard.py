@@ -6,7 +6,9 @@ partition. The runtime drives it serially:
     result = shard.loaded(now_ms)                  # re-arms timers
     result = shard.handle(request_id, request, now_ms)
     result = shard.on_timer(key, now_ms)
-    result = shard.complete_write(token, error_code, now_ms)
+    writes = WriteTracker(shard)                   # the runtime's, not the shard's
+    writes.track(result.on_durable)                # as it appends result.records
+    result = writes.complete(result.on_durable, error_code, now_ms)
 
 See muster.coordinator.result for what a Result obliges the runtime
 to do. Nothing here does I/O or reads a clock.
@@ -47,7 +49,7 @@ from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.routes import GROUP_ROWS, REFUSALS
-from muster.coordinator.tracker import Domain, WriteTracker
+from muster.coordinator.tracker import Domain, Write
 from muster.records.offsets_topic import record_type
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
@@ -78,7 +80,7 @@ class CoordinatorShard:
         # by it (after a load it continues from the last log offset replayed)
         self.next_seq = 0
         self._timers: dict[str, tuple[TimerKey, int]] = {}
-        domains: tuple[Domain, ...] = (
+        self.domains: tuple[Domain, ...] = (
             OffsetsDomain(self.offsets, self._is_loading),
             ClassicDomain(self.store, self.offsets, self._is_loading),
             ConsumerDomain(self.store, self._armed),
@@ -86,10 +88,11 @@ class CoordinatorShard:
         # the one replay dispatch, by record type (a key's version), at load
         # and for durable writes alike; a type no domain claims is skipped
         self._replay_table: dict[int, Domain] = {
-            t: domain for domain in domains for t in domain.record_types
+            t: domain for domain in self.domains for t in domain.record_types
         }
-        assert len(self._replay_table) == sum(len(d.record_types) for d in domains), "a type twice"
-        self.writes = WriteTracker(self, domains)
+        assert len(self._replay_table) == sum(len(d.record_types) for d in self.domains), (
+            "a record type in two domains"
+        )
 
     # ---- the runtime's API -------------------------------------------------
 
@@ -107,13 +110,13 @@ class CoordinatorShard:
             error = self._group_error(group_id, request)
             if error is not None:
                 refuse(fx, request_id, request, error)
-                return self._result(fx)
+                return self.finish(fx)
             kind = self.store.kind_of(group_id)
         row = _ROUTES.get((kind, t))
         if row is None:
             raise TypeError(f"not a coordinator request: {t.__name__}")
         row(self, fx, request_id, request)
-        return self._result(fx)
+        return self.finish(fx)
 
     def on_timer(self, key: str, now_ms: int) -> Result:
         fx = Effects(now_ms, self.next_seq)
@@ -123,33 +126,18 @@ class CoordinatorShard:
         tkey, deadline = entry
         if now_ms < deadline:
             fx.schedule(tkey, deadline)  # fired early: keep waiting
-            return self._result(fx)
+            return self.finish(fx)
         del self._timers[key]
         on_timer = _TIMERS.get(tkey.kind)
         if on_timer is not None:
             on_timer(self, fx, tkey)
-        return self._result(fx)
+        return self.finish(fx)
 
     def _expire_offsets(self, fx: Effects, _key: TimerKey) -> None:
         done = self.offsets.expire(fx)
         # an unfinished pass continues as soon as queued requests are served
         delay = self.cfg.offsets_retention_check_interval_ms if done else 0
         fx.schedule(EXPIRE_OFFSETS_KEY, fx.now + delay)
-
-    def abandon_write(self, token: int, now_ms: int) -> Result:
-        """The latest append (step `token`) was refused at once: undone now
-        (`WriteTracker.abandon`); its completion still comes in order."""
-        fx = Effects(now_ms, self.next_seq)
-        self.writes.abandon(token, fx)
-        return self._result(fx)
-
-    def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
-        """The append of step `token` is durable (error_code 0) or failed
-        (`WriteTracker.complete`): durable records are applied by `replay`,
-        exactly as at load. Then the step's callbacks answer requests and
-        adjust transient state."""
-        fx = self.writes.complete(token, error_code, lambda: Effects(now_ms, self.next_seq))
-        return Result() if fx is None else self._result(fx)
 
     def delete_partitions(self, partitions: list[tuple[str, int]], now_ms: int) -> Result:
         """Topics or partitions were deleted: drop every group's offsets for them
@@ -161,7 +149,7 @@ class CoordinatorShard:
             if gone:
                 self.offsets.remove_offsets(group, gone, fx)
                 self.offsets.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
-        return self._result(fx)
+        return self.finish(fx)
 
     # ---- replay: the one way durable state changes --------------------------
 
@@ -170,7 +158,7 @@ class CoordinatorShard:
     ) -> None:
         """Apply one `__consumer_offsets` record at log position `offset`: a
         record read at load, or one this shard appended, once it is durable
-        (`complete_write`), in the domain of its record type. With
+        (`WriteTracker.complete`), in the domain of its record type. With
         `producer_id` it belongs to that producer's transaction and waits for
         the marker. A record type we do not know is skipped, like Kafka."""
         domain = self._replay_table.get(record_type(key))
@@ -215,7 +203,7 @@ class CoordinatorShard:
                 )
         consumer.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
-        return self._result(fx)
+        return self.finish(fx)
 
     # ---- inspection (tests, CLI, metrics) ----------------------------------
 
@@ -234,9 +222,11 @@ class CoordinatorShard:
 
     # ---- internals ---------------------------------------------------------
 
-    def _result(self, fx: Effects) -> Result:
-        # fx ends with this step: its lists go to the Result and the tracked
-        # write as they are (a commit's step is otherwise half copies)
+    def finish(self, fx: Effects) -> Result:
+        """The Result of the step `fx` ends; its write, if any, is the Result's
+        `on_durable`, for the runtime's `WriteTracker`."""
+        # its lists go to the Result and the write as they are (a commit's
+        # step is otherwise half copies)
         timers = fx.timers
         if timers:
             for op in timers:
@@ -251,12 +241,12 @@ class CoordinatorShard:
                 else Cancel(str(t.key))
                 for t in timers
             ]
-        token = None
+        write = None
         records = fx.records
         if records or fx.marker is not None or fx.continuations:
-            token = self.writes.track(fx)
+            write = Write.of(fx, self.domains)
             self.next_seq = fx.first_seq + len(records)
-        return Result(records, fx.replies, timers, fx.events, token, fx.producer, fx.marker)
+        return Result(records, fx.replies, timers, fx.events, write, fx.producer, fx.marker)
 
     def _is_loading(self) -> bool:
         return self.loading
