@@ -1,6 +1,6 @@
 """CPU seconds of the group coordinator's load, in-process, per source tree (issue 15).
 
-Runs what ``server/coordinator/service.py`` does after a restart without the
+Runs what ``server/group_runtime/service.py`` does after a restart without the
 broker around it: opens a copy of a prepared data directory with ``LogManager``
 and calls every shard runtime's ``load()`` (the collector off, as there), timing
 each phase with ``time.process_time``. Run it with ``PYTHONPATH`` pointing at
@@ -44,7 +44,7 @@ def load(prepared: Path, profile: str | None) -> dict[str, float]:
     import muster
     from muster.config import BrokerConfig
     from muster.log.manager import LogManager
-    from muster.server.coordinator.runtime import BackgroundLane, ShardRuntime
+    from muster.server.group_runtime.runtime import BackgroundLane, ShardRuntime
 
     work = Path(tempfile.mkdtemp(prefix="muster-load-cpu-")) / "data"
     shutil.copytree(prepared, work)

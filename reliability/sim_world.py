@@ -27,7 +27,7 @@ from muster.coordinator.shard import CoordinatorShard
 from muster.log.config import LogConfig
 from muster.log.memory_log import MemoryLog
 from muster.log.port import StorageError
-from muster.server.coordinator.runtime import ShardRuntime, _Work
+from muster.server.group_runtime.runtime import ShardRuntime, _Work
 from tests.core.harness import _norm, at_rest
 
 RETENTION_MS = 60_000
@@ -180,8 +180,8 @@ class _Errors(logging.Handler):
 
 
 ERRORS = _Errors()
-logging.getLogger("muster.server.coordinator.runtime").addHandler(ERRORS)
-logging.getLogger("muster.server.coordinator.runtime").propagate = False
+logging.getLogger("muster.server.group_runtime.runtime").addHandler(ERRORS)
+logging.getLogger("muster.server.group_runtime.runtime").propagate = False
 
 
 # ---- the model of acknowledged commits ---------------------------------------

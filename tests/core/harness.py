@@ -13,6 +13,7 @@ from muster.coordinator.durable import durable_state
 from muster.coordinator.groups.subscription import encode_subscription
 from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.shard import CoordinatorShard
+from muster.coordinator.tracker import WriteTracker
 
 DEFAULTS = dict(
     num_partitions=1,
@@ -36,6 +37,7 @@ class Harness:
         self.cfg = CoordinatorConfig(**{**DEFAULTS, **cfg})
         ids = itertools.count(1)
         self.shard = CoordinatorShard(0, self.cfg, lambda client: f"{client}-{next(ids)}")
+        self.writes = WriteTracker(self.shard)  # a runtime's, as the broker's
         self.now = now
         self.log: list[tuple[bytes, bytes | None, int]] = []
         self.timers: dict[str, int] = {}
@@ -53,6 +55,7 @@ class Harness:
     # ---- driving -------------------------------------------------------------
 
     def apply(self, res: Result) -> None:
+        self.writes.track(res.on_durable)
         for op in res.timers:
             if isinstance(op, Schedule):
                 self.timers[op.key] = op.deadline_ms
@@ -81,7 +84,7 @@ class Harness:
             assert rid not in self.replies, f"request {rid} answered twice"
             self.replies[rid] = resp
         if res.on_durable is not None:
-            self.apply(self.shard.complete_write(res.on_durable, error, self.now))
+            self.apply(self.writes.complete(res.on_durable, error, self.now))
 
     def flush(self, error: int = 0) -> None:
         held, self.held = self.held, []

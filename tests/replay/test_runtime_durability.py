@@ -14,8 +14,8 @@ from muster.coordinator import requests as rq
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
-from muster.server.coordinator.runtime import ShardRuntime
 from muster.server.durability import Durability
+from muster.server.group_runtime.runtime import ShardRuntime
 
 
 class WatchedLog(MemoryLog):

@@ -22,7 +22,7 @@ from muster.records.offsets_topic import (
     group_metadata_record,
     offset_commit_record,
 )
-from muster.server.coordinator.runtime import ShardRuntime
+from muster.server.group_runtime.runtime import ShardRuntime
 from tests.core.harness import Harness
 
 

@@ -17,8 +17,8 @@ from muster.coordinator.durable import durable_state
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
-from muster.server.coordinator.runtime import Pending, ShardRuntime
 from muster.server.durability import Durability
+from muster.server.group_runtime.runtime import Pending, ShardRuntime
 
 GROUP = next(g for g in (f"g{i}" for i in range(1000)) if partition_for(g, 50) == 0)
 NOW = 1_700_000_000_000  # both runs on one clock: their commit timestamps match

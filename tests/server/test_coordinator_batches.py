@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from muster.records.batch import iter_records, validate_batches
-from muster.server.coordinator.runtime import _batches
+from muster.server.group_runtime.runtime import _batches
 
 
 @settings(max_examples=25, deadline=None)

@@ -11,8 +11,8 @@ from muster.coordinator.context import EXPIRE_OFFSETS_KEY
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.memory_log import MemoryLog
-from muster.server.coordinator.runtime import BackgroundLane, ShardRuntime, _Work
 from muster.server.durability import Durability
+from muster.server.group_runtime.runtime import BackgroundLane, ShardRuntime, _Work
 
 
 def _loaded_runtime(partition: int, lane: BackgroundLane) -> ShardRuntime:

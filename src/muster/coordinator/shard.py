@@ -6,7 +6,9 @@ partition. The runtime drives it serially:
     result = shard.loaded(now_ms)                  # re-arms timers
     result = shard.handle(request_id, request, now_ms)
     result = shard.on_timer(key, now_ms)
-    result = shard.complete_write(token, error_code, now_ms)
+    writes = WriteTracker(shard)                   # the runtime's, not the shard's
+    writes.track(result.on_durable)                # as it appends result.records
+    result = writes.complete(result.on_durable, error_code, now_ms)
 
 See muster.coordinator.result for what a Result obliges the runtime
 to do. Nothing here does I/O or reads a clock.
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -26,7 +27,6 @@ from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import (
     EXPIRE_OFFSETS_KEY,
-    Continuation,
     CoordinatorConfig,
     Effects,
     TimerKey,
@@ -34,42 +34,23 @@ from muster.coordinator.context import (
 )
 from muster.coordinator.groups.classic import admin, rebalance
 from muster.coordinator.groups.classic import timers as classic_timers
+from muster.coordinator.groups.classic.domain import ClassicDomain
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.classic.timers import TimerHandler
 from muster.coordinator.groups.consumer import describe as consumer_describe
 from muster.coordinator.groups.consumer import shard_api as consumer
 from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
+from muster.coordinator.groups.consumer.domain import ConsumerDomain
 from muster.coordinator.groups.store import GroupStore, random_member_id
+from muster.coordinator.offsets.domain import OffsetsDomain
 from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager
-from muster.coordinator.offsets.state import CommittedOffset
 from muster.coordinator.partitioning import partition_for
-from muster.coordinator.result import Cancel, Record, Result, Schedule
+from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.routes import GROUP_ROWS, REFUSALS
-from muster.records.offsets_topic import (
-    decode_group_metadata_value,
-    decode_key,
-    offset_commit_key_fields,
-    offset_commit_value_fields,
-)
-
-
-@dataclass
-class _Write:
-    """What one step appended, kept until the runtime reports its fate: once
-    durable the shard replays it, a failed append is simply dropped."""
-
-    first_seq: int
-    records: list[Record]
-    producer_id: int | None  # the records are this producer's transactional batch
-    marker: tuple[int, int, bool] | None
-    continuations: list[Continuation]
-    # consumer groups applied at write time -> their objects before (see
-    # groups/consumer/README.md); `reverted` when a failed earlier append undid them
-    undo: dict[str, Any]
-    reverted: bool = False
-
+from muster.coordinator.tracker import Domain, Write
+from muster.records.offsets_topic import record_type
 
 # APIs for which an empty group id is acceptable (Kafka's isValidGroupId)
 _EMPTY_ID_OK = (
@@ -99,8 +80,19 @@ class CoordinatorShard:
         # by it (after a load it continues from the last log offset replayed)
         self.next_seq = 0
         self._timers: dict[str, tuple[TimerKey, int]] = {}
-        self._writes: dict[int, _Write] = {}
-        self._next_token = 0
+        self.domains: tuple[Domain, ...] = (
+            OffsetsDomain(self.offsets, self._is_loading),
+            ClassicDomain(self.store, self.offsets, self._is_loading),
+            ConsumerDomain(self.store, self._armed),
+        )
+        # the one replay dispatch, by record type (a key's version), at load
+        # and for durable writes alike; a type no domain claims is skipped
+        self._replay_table: dict[int, Domain] = {
+            t: domain for domain in self.domains for t in domain.record_types
+        }
+        assert len(self._replay_table) == sum(len(d.record_types) for d in self.domains), (
+            "a record type in two domains"
+        )
 
     # ---- the runtime's API -------------------------------------------------
 
@@ -118,13 +110,13 @@ class CoordinatorShard:
             error = self._group_error(group_id, request)
             if error is not None:
                 refuse(fx, request_id, request, error)
-                return self._result(fx)
+                return self.finish(fx)
             kind = self.store.kind_of(group_id)
         row = _ROUTES.get((kind, t))
         if row is None:
             raise TypeError(f"not a coordinator request: {t.__name__}")
         row(self, fx, request_id, request)
-        return self._result(fx)
+        return self.finish(fx)
 
     def on_timer(self, key: str, now_ms: int) -> Result:
         fx = Effects(now_ms, self.next_seq)
@@ -134,62 +126,18 @@ class CoordinatorShard:
         tkey, deadline = entry
         if now_ms < deadline:
             fx.schedule(tkey, deadline)  # fired early: keep waiting
-            return self._result(fx)
+            return self.finish(fx)
         del self._timers[key]
         on_timer = _TIMERS.get(tkey.kind)
         if on_timer is not None:
             on_timer(self, fx, tkey)
-        return self._result(fx)
+        return self.finish(fx)
 
     def _expire_offsets(self, fx: Effects, _key: TimerKey) -> None:
         done = self.offsets.expire(fx)
         # an unfinished pass continues as soon as queued requests are served
         delay = self.cfg.offsets_retention_check_interval_ms if done else 0
         fx.schedule(EXPIRE_OFFSETS_KEY, fx.now + delay)
-
-    def abandon_write(self, token: int, now_ms: int) -> Result:
-        """The latest append (step `token`) was refused at once: its consumer
-        group records come off the live state now, not once the earlier writes
-        in flight complete (later steps would build on records the log never
-        got). Its completion (`complete_write`, failed) still comes in order."""
-        fx = Effects(now_ms, self.next_seq)
-        write = self._writes.get(token)
-        if write is not None and write.undo:
-            armed = [k for k, _ in self._timers.values()]
-            consumer.retime(self.store, fx, consumer.revert_writes(self.store, [write]), armed)
-        return self._result(fx)
-
-    def complete_write(self, token: int, error_code: int, now_ms: int) -> Result:
-        """The append of step `token` is durable (error_code 0) or failed.
-        Durable records are applied by `replay`, exactly as at load; a
-        failed append changes no durable state. Then the step's callbacks
-        answer requests and adjust transient state."""
-        write = self._writes.pop(token, None)
-        if write is None:
-            return Result()
-        reverted: set[str] = set()
-        if error_code != E.NONE and write.undo and not write.reverted:
-            # Kafka reverts to its last committed snapshot: this write and every
-            # later one in flight (latest first, so the oldest snapshot wins)
-            later = [w for t, w in sorted(self._writes.items()) if t > token and w.undo]
-            reverted = consumer.revert_writes(self.store, [*reversed(later), write])
-        if error_code == E.NONE:
-            applied = bool(write.undo) and not write.reverted
-            for seq, (key, value) in enumerate(write.records, write.first_seq):
-                if applied and consumer.is_consumer_record(key):
-                    if seq >= self.next_seq:
-                        self.next_seq = seq + 1
-                    continue  # applied when written
-                self.replay(key, value, seq, write.producer_id)
-            if write.marker is not None:
-                producer_id, _epoch, commit = write.marker
-                self.offsets.replay_marker(producer_id, commit)
-        fx = Effects(now_ms, self.next_seq)
-        if reverted:  # the reverted members' timers follow them back
-            consumer.retime(self.store, fx, reverted, [k for k, _ in self._timers.values()])
-        for continuation in write.continuations:
-            continuation(error_code, fx)
-        return self._result(fx)
 
     def delete_partitions(self, partitions: list[tuple[str, int]], now_ms: int) -> Result:
         """Topics or partitions were deleted: drop every group's offsets for them
@@ -201,7 +149,7 @@ class CoordinatorShard:
             if gone:
                 self.offsets.remove_offsets(group, gone, fx)
                 self.offsets.remove_group_if_dead(group, fx, ev.OFFSETS_EXPIRED)
-        return self._result(fx)
+        return self.finish(fx)
 
     # ---- replay: the one way durable state changes --------------------------
 
@@ -210,33 +158,21 @@ class CoordinatorShard:
     ) -> None:
         """Apply one `__consumer_offsets` record at log position `offset`: a
         record read at load, or one this shard appended, once it is durable
-        (`complete_write`). With `producer_id` it belongs to that producer's
-        transaction and waits for the marker. While loading, the groups'
-        transient state is rebuilt from the records too (Kafka's replay of
-        classic-group records); once serving, handlers own it. A key version
-        we do not know is skipped, like Kafka."""
-        fields = offset_commit_key_fields(key)
-        if fields is not None:
-            group_id, topic, partition = fields
-            committed = (
-                None
-                if value is None
-                else CommittedOffset(*offset_commit_value_fields(value), offset)
-            )
-            self.offsets.replay_offset(group_id, (topic, partition), committed, offset, producer_id)
-            if self.loading and committed is not None:
-                self.store.get_or_create(group_id)  # offsets alone make a (simple) group
-        else:
-            k = decode_key(key)
-            if k is None:
-                consumer.replay(self.store, key, value)
-            else:  # a GroupMetadataKey
-                decoded = None if value is None else decode_group_metadata_value(value)
-                self.store.replay_metadata(k.group, decoded, offset)
-                if self.loading:
-                    self._load_group(k.group, decoded)
+        (`WriteTracker.complete`), in the domain of its record type. With
+        `producer_id` it belongs to that producer's transaction and waits for
+        the marker. A record type we do not know is skipped, like Kafka."""
+        domain = self._replay_table.get(record_type(key))
+        if domain is not None:
+            domain.apply(key, value, offset, producer_id)
         if offset >= self.next_seq:
             self.next_seq = offset + 1
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """A durable transaction marker: only offsets wait for markers."""
+        self.offsets.replay_marker(producer_id, commit)
+
+    def domain_of(self, key: bytes) -> Domain | None:
+        return self._replay_table.get(record_type(key))
 
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
@@ -267,7 +203,7 @@ class CoordinatorShard:
                 )
         consumer.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
-        return self._result(fx)
+        return self.finish(fx)
 
     # ---- inspection (tests, CLI, metrics) ----------------------------------
 
@@ -286,9 +222,11 @@ class CoordinatorShard:
 
     # ---- internals ---------------------------------------------------------
 
-    def _result(self, fx: Effects) -> Result:
-        # fx ends with this step: its lists go to the Result and the _Write as
-        # they are (a commit's step is otherwise half copies)
+    def finish(self, fx: Effects) -> Result:
+        """The Result of the step `fx` ends; its write, if any, is the Result's
+        `on_durable`, for the runtime's `WriteTracker`."""
+        # its lists go to the Result and the write as they are (a commit's
+        # step is otherwise half copies)
         timers = fx.timers
         if timers:
             for op in timers:
@@ -303,33 +241,18 @@ class CoordinatorShard:
                 else Cancel(str(t.key))
                 for t in timers
             ]
-        token = None
+        write = None
         records = fx.records
         if records or fx.marker is not None or fx.continuations:
-            token = self._next_token
-            self._next_token += 1
-            self._writes[token] = _Write(
-                fx.first_seq,
-                records,
-                None if fx.producer is None else fx.producer[0],
-                fx.marker,
-                fx.continuations,
-                fx.undo,
-            )
+            write = Write.of(fx, self.domains)
             self.next_seq = fx.first_seq + len(records)
-        return Result(records, fx.replies, timers, fx.events, token, fx.producer, fx.marker)
+        return Result(records, fx.replies, timers, fx.events, write, fx.producer, fx.marker)
 
-    def _load_group(self, group_id: str, v: Any) -> None:
-        """While loading: the group's transient state is what its record says."""
-        if v is not None:
-            self.store.groups[group_id] = ClassicGroup.from_record(group_id, v)
-            return
-        if self.store.get(group_id) is not None:
-            if self.offsets.committed(group_id):
-                self.store.groups[group_id] = ClassicGroup(group_id)
-            else:
-                self.store.remove(group_id)
-        self.offsets.forget_if_idle(group_id)
+    def _is_loading(self) -> bool:
+        return self.loading
+
+    def _armed(self) -> list[TimerKey]:
+        return [k for k, _ in self._timers.values()]
 
     def _group_error(self, group_id: str | None, request: Any) -> int | None:
         if group_id is None or (group_id == "" and not isinstance(request, _EMPTY_ID_OK)):

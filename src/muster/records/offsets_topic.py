@@ -381,11 +381,18 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     return encode("GroupMetadataKey", key, GROUP_METADATA_KEY_VERSION)
 
 
+def record_type(data: bytes) -> int:
+    """A `__consumer_offsets` key's version, which names its record type
+    (0/1 OffsetCommit, 2 GroupMetadata, 3+ the ConsumerGroup* records)."""
+    if len(data) < 2:
+        raise RecordFormatError("key shorter than its version")
+    return _unpack_version(data, 0)[0]  # type: ignore[no-any-return]
+
+
 def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
     """The key, or None for a key version we do not know (Kafka skips those too:
     e.g. transaction markers or newer coordinators' record types)."""
-    if len(data) < 2:
-        raise RecordFormatError("key shorter than its version")
+    record_type(data)  # raises for a key too short to have one
     fields = offset_commit_key_fields(data)
     if fields is not None:
         return OffsetCommitKey(*fields)

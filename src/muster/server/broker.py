@@ -20,10 +20,10 @@ from muster.server.admission import Admission
 from muster.server.api_table import ApiEntry, build_table
 from muster.server.clock import now_ms
 from muster.server.connection import Connection
-from muster.server.coordinator.runtime import GroupCoordinator
-from muster.server.coordinator.service import start_coordinator
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
+from muster.server.group_runtime.runtime import GroupCoordinator
+from muster.server.group_runtime.service import start_coordinator
 from muster.server.listen import start_listener, tls_handshake
 from muster.server.plain_stream import PlainStream
 from muster.server.security import BrokerSecurity, ServedListener

@@ -32,7 +32,7 @@ from muster.records.transaction_log import (
     value_partitions,
 )
 from muster.server.clock import now_ms
-from muster.server.coordinator.runtime import OFFSETS_TOPIC, GroupCoordinator
+from muster.server.group_runtime.runtime import OFFSETS_TOPIC, GroupCoordinator
 from muster.server.state import BrokerState
 from muster.transactions import core
 from muster.transactions.core import TxnMetadata, TxnStatus

@@ -60,7 +60,7 @@ def test_a_failed_leave_gives_the_member_back_its_session(make: Callable[..., Ha
 
 
 def test_a_refused_append_is_undone_at_once(make: Callable[..., Harness]) -> None:
-    """The runtime calls abandon_write when the log refuses an append (the
+    """The runtime abandons a write when the log refuses its append (the
     latest write); an earlier write still in flight must not keep the
     refused one's records live meanwhile."""
     h = make()
@@ -68,10 +68,11 @@ def test_a_refused_append_is_undone_at_once(make: Callable[..., Harness]) -> Non
     h.send(_join("x", group="other"))  # in flight, not durable
     res = h.shard.handle(99, _join("a"), h.now)
     assert G in h.shard.store.consumer and res.on_durable is not None
-    undone = h.shard.abandon_write(res.on_durable, h.now)
+    h.writes.track(res.on_durable)  # as the runtime does when it appends
+    undone = h.writes.abandon(res.on_durable, h.now)
     assert G not in h.shard.store.consumer
     assert any(isinstance(op, Cancel) and op.key.endswith(f"{G}-a") for op in undone.timers)
-    done = h.shard.complete_write(res.on_durable, E.KAFKA_STORAGE_ERROR, h.now)
+    done = h.writes.complete(res.on_durable, E.KAFKA_STORAGE_ERROR, h.now)
     assert [rid for rid, _ in done.replies] == [99]
     assert done.replies[0][1].error_code != E.NONE
     h.flush()  # the earlier write is durable: live and log agree again

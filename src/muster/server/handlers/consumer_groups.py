@@ -23,7 +23,7 @@ from muster.coordinator.groups.consumer.target import SubscribedTopic
 from muster.log.manager import LogManager
 from muster.security.acl import Operation
 from muster.server import authz
-from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator
+from muster.server.group_runtime.runtime import CoordinatorLoading, GroupCoordinator
 from muster.server.state import RequestContext
 
 LOADING = int(ErrorCode.coordinator_load_in_progress)

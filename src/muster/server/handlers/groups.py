@@ -18,7 +18,7 @@ from muster.coordinator import responses as rs
 from muster.protocol.small_responses import CommitAnswer
 from muster.security.acl import Operation
 from muster.server import authz
-from muster.server.coordinator.runtime import CoordinatorLoading, GroupCoordinator, Pending
+from muster.server.group_runtime.runtime import CoordinatorLoading, GroupCoordinator, Pending
 from muster.server.handlers.consumer_groups import TopicImage
 from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 from muster.coordinator import requests as rq
 from muster.security.acl import Operation
 from muster.server import authz
-from muster.server.coordinator.runtime import CoordinatorLoading
+from muster.server.group_runtime.runtime import CoordinatorLoading
 from muster.server.handlers.groups import _coordinator
 from muster.server.state import RequestContext
 from muster.server.transactions import TransactionCoordinator

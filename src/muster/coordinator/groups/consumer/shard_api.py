@@ -1,6 +1,6 @@
 """What the coordinator shard does for consumer groups beyond their rows in
-its request table (`coordinator/routes.py`): timers, the apply-at-write-time
-bookkeeping (revert on a failed append), replay at load, the member checks of
+its request table (`coordinator/routes.py`): timers, the timers that follow
+a restored snapshot (`retime`, see `domain.py`), replay, the member checks of
 OffsetCommit / OffsetFetch, DescribeGroups / ListGroups / DeleteGroups /
 OffsetDelete on a consumer group."""
 
@@ -23,19 +23,14 @@ from muster.coordinator.groups.consumer.api import (
 from muster.coordinator.groups.consumer.describe import handle_describe, not_found
 from muster.coordinator.groups.consumer.group import ConsumerGroup, apply
 from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState
-from muster.coordinator.groups.consumer.writes import revert, tombstones
+from muster.coordinator.groups.consumer.writes import tombstones
 from muster.coordinator.groups.store import GroupStore
 from muster.records.consumer_group_records import (
-    RECORD_TYPES,
     decode_consumer_group_key,
     decode_consumer_group_value,
 )
 
 CLASSIC_TIMER_KINDS = frozenset(classic_timers.TIMERS)
-
-
-def is_consumer_record(key: bytes) -> bool:
-    return len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in RECORD_TYPES
 
 
 def replay(store: GroupStore, key: bytes, value: bytes | None) -> bool:
@@ -96,18 +91,6 @@ def _orphaned(classic: Any, key: TimerKey) -> bool:
     if key.kind == "heartbeat":
         return key.member_id not in classic.members
     return False
-
-
-def revert_writes(store: GroupStore, writes: list[Any]) -> set[str]:
-    """Reverts these writes (their `undo`, in order) unless done already;
-    returns the groups they touched."""
-    touched: set[str] = set()
-    for w in writes:
-        if not w.reverted:
-            revert(store, w.undo)
-            w.reverted = True
-            touched.update(w.undo)
-    return touched
 
 
 def describe(

@@ -11,7 +11,7 @@ from typing import Any
 from muster.coordinator.topics import EVENTS_TOPIC
 from muster.records.batch import build_batch
 from muster.server.clock import now_ms
-from muster.server.coordinator.runtime import (
+from muster.server.group_runtime.runtime import (
     OFFSETS_TOPIC,
     BackgroundLane,
     GroupCoordinator,

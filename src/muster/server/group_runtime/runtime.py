@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from muster.coordinator.context import EXPIRE_OFFSETS_KEY
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
+from muster.coordinator.tracker import Write, WriteTracker
 from muster.log.latest import collect_log
 from muster.log.port import PartitionLog
 from muster.records.batch import build_batch
@@ -143,6 +144,8 @@ class ShardRuntime:
         # thread): the broker listens before the coordinator core is imported.
         assert shard is not None or make_shard is not None
         self.shard: CoordinatorShard = shard  # type: ignore[assignment]
+        # the shard's writes in flight, from their append to their fate
+        self.tracker: WriteTracker = None if shard is None else WriteTracker(shard)  # type: ignore[assignment]
         self._make_shard = make_shard
         # the wall clock in ms; the deterministic simulation passes a fake one
         self.clock = clock
@@ -182,6 +185,7 @@ class ShardRuntime:
         if self.shard is None:
             assert self._make_shard is not None
             self.shard = self._make_shard()
+            self.tracker = WriteTracker(self.shard)
         replay_started = time.perf_counter()
         self.setup_seconds = replay_started - started
         txns = TxnReplay()
@@ -278,8 +282,8 @@ class ShardRuntime:
                 elif work.kind == "delete_partitions":
                     result = self.shard.delete_partitions(work.payload, now)
                 elif work.kind == "written":
-                    token, error = work.payload
-                    result = self.shard.complete_write(token, error, now)
+                    write, error = work.payload
+                    result = self.tracker.complete(write, error, now)
                 else:
                     result = self.shard.loaded(now)
                     self.loaded = True
@@ -299,6 +303,7 @@ class ShardRuntime:
     def _apply(self, result: Result, then: Callable[[], None] | None = None) -> None:
         """Carries out one step's obligations; `then` runs once its write (if
         any) is done, durable or failed, and applied."""
+        self.tracker.track(result.on_durable)
         for op in result.timers:
             self._set_timer(op)
         if result.events:
@@ -348,7 +353,7 @@ class ShardRuntime:
             entry[1] = exc.error_code if isinstance(exc, CodedError) else STORAGE_ERROR
             if result.on_durable is not None:
                 # undo its applied records now; its answer keeps its place in order
-                self._apply(self.shard.abandon_write(result.on_durable, now))
+                self._apply(self.tracker.abandon(result.on_durable, now))
             self._complete_writes()
             return
         self.durability.on_durable(self.plog, lambda error: self._written(entry, error))
@@ -375,9 +380,9 @@ class ShardRuntime:
             if then is not None:
                 then()
 
-    def _complete(self, token: Any, error: int) -> None:
+    def _complete(self, write: Write, error: int) -> None:
         try:
-            result = self.shard.complete_write(token, error, self._now())
+            result = self.tracker.complete(write, error, self._now())
         except Exception:
             log.exception("coordinator shard %d failed on written", self.shard.partition)
             return
