@@ -101,53 +101,6 @@ def _topic_and_group(
     }
 
 
-def test_history_from_consumer_offsets_agrees_with_muster_events(broker: MusterProcess) -> None:
-    """Three generations (join, second join, a leave): the history derived from
-    __consumer_offsets has the same generations and member counts as the
-    RebalanceCompleted events muster recorded."""
-    import asyncio
-
-    from muster import explain
-    from muster.client.admin import AIOAdmin
-    from muster.console.history import EventsTail, derived_history
-    from muster.coordinator.events import RebalanceCompleted
-
-    group_id = "derive-group"
-    topic = "derive-topic"
-    conf = _topic_and_group(broker, topic, 2, group_id, {"session.timeout.ms": 6000})
-    a = Consumer({**conf, "client.id": "derive-a"})
-    a.subscribe([topic])
-    _poll_until([a], lambda: len(a.assignment()) == 2)
-    b = Consumer({**conf, "client.id": "derive-b"})
-    b.subscribe([topic])
-    _poll_until([a, b], lambda: len(b.assignment()) == 1 and len(a.assignment()) == 1)
-    b.close()
-    _poll_until([a], lambda: len(a.assignment()) == 2, seconds=40)
-    a.close()
-
-    async def read() -> tuple[list[explain.Event], list]:
-        client = {"bootstrap.servers": broker.bootstrap}
-        admin = await AIOAdmin(client).start()
-        tail = EventsTail(client)
-        try:
-            await tail.catch_up(admin)
-            derived = await derived_history(client, admin, group_id)
-        finally:
-            await tail.close()
-            await admin.close()
-        return tail.events(group_id), derived or []
-
-    events, derived = asyncio.run(read())
-    completed = {e.generation: e.member_count for e in events if isinstance(e, RebalanceCompleted)}
-    generations = {g.number: len(g.members) for g in derived if g.kind == "generation"}
-    assert len(completed) >= 3
-    assert {n: c for n, c in generations.items() if n in completed} == completed
-    assert set(completed) <= set(generations)
-    joined = [m for g in derived for m in g.joined]
-    left = [m for g in derived for m in g.left]
-    assert len(joined) >= 2 and len(left) >= 1
-
-
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright downloads no browser
 
 
