@@ -10,15 +10,8 @@ from typing import Any
 from tests.javacli.common import Pair, both
 from tests.support.java import run_program
 
-UNSUPPORTED = "UnsupportedVersionException"
-
 # call -> muster's own answer, where it is not Kafka's
-MUSTER_ONLY: dict[str, dict[str, Any]] = {
-    name: {"error": UNSUPPORTED, "message": f"The node does not support {api}"}
-    for name, api in {
-        "describeClientQuotas": "DESCRIBE_CLIENT_QUOTAS",
-    }.items()
-}
+MUSTER_ONLY: dict[str, dict[str, Any]] = {}
 # muster finalizes no feature levels (no KRaft metadata.version and friends)
 MUSTER_ONLY["describeFeatures"] = {"result": []}
 
