@@ -127,3 +127,24 @@ def test_client_quotas_none_described_and_none_set(shared_muster: MusterProcess)
         assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("client-id", "app")]
     again = call(shared_muster.port, 48, 1, {"components": [], "strict": False})
     assert again.entries == ()
+
+
+def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
+    """ApiVersions v3 finalizes Kafka 4.4's metadata.version (UIs read the
+    version from it) and group.version 1 (KIP-848), and not transaction.version,
+    which would make a Java producer speak EndTxn v5; v0 has no such fields."""
+    answer = call(
+        shared_muster.port,
+        18,
+        3,
+        {"client_software_name": "ui", "client_software_version": "1"},
+    )
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level) for f in answer.finalized_features
+    }
+    assert finalized == {"metadata.version": (33, 33), "group.version": (1, 1)}
+    assert answer.finalized_features_epoch >= 0
+    supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+    assert supported["metadata.version"][1] == 33
+    old = call(shared_muster.port, 18, 0, {})
+    assert old.error_code == ErrorCode.none and old.api_keys
