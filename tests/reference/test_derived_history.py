@@ -25,6 +25,12 @@ from muster.coordinator.events import RebalanceCompleted
 from tests.support.brokers import MusterProcess
 from tests.support.kafka import KafkaProcess
 
+NOT_YET = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
+
 # the member killed with SIGKILL: a process of its own, so it cannot say goodbye
 KILLED_MEMBER = """
 import sys
@@ -56,8 +62,8 @@ def _stable_with(admin: AdminClient, group: str, clients: set[str]) -> Callable[
         try:
             found = admin.describe_consumer_groups([group])[group].result(10)
         except KafkaException as exc:
-            # a fresh Kafka answers NOT_COORDINATOR until its offsets partition is loaded
-            if exc.args[0].retriable() or exc.args[0].code() == KafkaError.NOT_COORDINATOR:
+            # a fresh Kafka answers so until its offsets partition is loaded
+            if exc.args[0].code() in NOT_YET or exc.args[0].retriable():
                 return False
             raise
         members = {m.client_id for m in found.members}
