@@ -109,6 +109,8 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(
         46, "ListPartitionReassignments", 0, 0, "replicas:handle_list_partition_reassignments"
     ),
+    ApiEntry(48, "DescribeClientQuotas", 0, 1, "configs:handle_describe_client_quotas"),
+    ApiEntry(49, "AlterClientQuotas", 0, 1, "configs:handle_alter_client_quotas", serial=True),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(
