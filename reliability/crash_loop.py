@@ -37,7 +37,6 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -389,31 +388,22 @@ def run(restarts: int, seed: int, workdir: Path) -> tuple[Figures, Acked, Muster
         figures.log_problems, figures.partitions_checked = problems, checked
         groups = {g: acked.attempted for g in GROUPS.values()}
         offsets_partition = partition_for(GROUPS["confluent"], 50)
-        cases = [
-            (kind, mode)
-            for kind in torn_writes.targets(pristine, TOPIC, offsets_partition)
-            for mode in torn_writes.MODES
-        ]
-
-        def check(case: tuple[str, str]) -> torn_writes.Outcome:
-            return torn_writes.check_case(
-                pristine,
-                workdir,
-                *case,
-                TOPIC,
-                PARTITIONS,
-                acked.records,
-                floor,
-                groups,
-                offsets_partition,
-            )
-
-        # Two cases at a time: each starts a broker of its own (imports, log
-        # recovery: one core) on its own copy and port and reads it back, so
-        # they are independent, and one at a time left CI's second core idle.
-        # map() keeps the cases' order.
-        with ThreadPoolExecutor(2) as pool:
-            figures.torn.extend(pool.map(check, cases))
+        for kind in torn_writes.targets(pristine, TOPIC, offsets_partition):
+            for mode in torn_writes.MODES:
+                figures.torn.append(
+                    torn_writes.check_case(
+                        pristine,
+                        workdir,
+                        kind,
+                        mode,
+                        TOPIC,
+                        PARTITIONS,
+                        acked.records,
+                        floor,
+                        groups,
+                        offsets_partition,
+                    )
+                )
     except BaseException:
         stop.set()
         broker.close()
