@@ -44,7 +44,6 @@ from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
 from muster.coordinator.groups.consumer.domain import ConsumerDomain
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.domain import OffsetsDomain
-from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
@@ -177,8 +176,18 @@ class CoordinatorShard:
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
         (what compaction would leave: the same state as replaying every
-        record); offset commits take a fast path (`offsets/load.py`)."""
-        replay_latest(self, latest)
+        record), each applied as `replay` applies a record: by its domain in
+        the one table. `replay`'s own steps are inline (a load is a million
+        records), the log position once at the end."""
+        domain_of = self._replay_table.get
+        top = self.next_seq - 1
+        for key, (offset, value) in latest.items():
+            domain = domain_of(record_type(key))
+            if domain is not None:
+                domain.apply(key, value, offset, None)
+            if offset > top:
+                top = offset
+        self.next_seq = top + 1
 
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""

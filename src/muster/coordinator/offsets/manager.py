@@ -129,7 +129,16 @@ class OffsetManager:
                 for held in offsets.txn.values():
                     held.pop(tp, None)
             return
-        put_committed(self._of(group_id).committed, tp, committed)
+        # `_of` and `put_committed`, inline where they cannot differ: this
+        # runs for every record of a load
+        offsets = self.groups.get(group_id)
+        if offsets is None:
+            offsets = self.groups[group_id] = GroupOffsets()
+        held = offsets.committed
+        if tp in held:  # the apply rule decides
+            put_committed(held, tp, committed)
+        else:
+            held[tp] = committed
 
     def replay_marker(self, producer_id: int, commit: bool) -> None:
         """A transaction marker: a commit moves the producer's offsets into the
