@@ -11,7 +11,7 @@ kafka-console-consumer's offsets formatter) read exactly this.
 |---|---|---|
 | OffsetCommit | 0, 1 (we write 1) | 0-3 (we write 3; 1 when an expire timestamp is set) |
 | GroupMetadata | 2 | 0-3 (we write 3) |
-| ConsumerGroup* (KIP-848) | 3-8, 16 | 0, flexible (`consumer_group_records`) |
+| ConsumerGroup* (KIP-848) | 3-8, 16 | 0, flexible (`modern_group_records`) |
 
 Schemas with `flexible_from` set use Kafka's flexible encoding from that
 version on (compact lengths, tagged fields): see `flexible.py`.
@@ -464,7 +464,7 @@ class OffsetCommitKeyReader:
 
 # key version -> key schema of the other record types (versions 0 and 1, the
 # OffsetCommitKey, are read by offset_commit_key_fields; versions 3+ belong to
-# newer coordinators' records: consumer_group_records.py)
+# newer coordinators' records: modern_group_records.py)
 _KEY_SCHEMAS = {2: "GroupMetadataKey"}
 
 
