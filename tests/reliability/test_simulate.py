@@ -81,7 +81,7 @@ def test_a_planted_double_ownership_in_a_consumer_group_is_found(
 ) -> None:
     """The consumer-group invariant bites: with reconciliation handing out a
     partition its previous owner has not released yet, a seed breaks it."""
-    from muster.coordinator.groups.consumer import reconcile
+    from muster.coordinator.groups.modern import reconcile
 
     real = reconcile._next
 

@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from muster.coordinator import events_consumer as _consumer
+from muster.coordinator import events_modern as _consumer
 from muster.coordinator.event_base import (  # noqa: F401 (names this module always had)
     NO_REASON,
     Cause,
@@ -62,7 +62,7 @@ from muster.coordinator.event_base import (  # noqa: F401 (names this module alw
 # its code (the `cause` field on disk) and its words. Adding a cause is one
 # new subclass here, used where the coordinator starts the rebalance;
 # `muster.explain`, the analytics and the metrics find it by its code. The
-# base class is in `event_base`; consumer-group causes in `events_consumer`.
+# base class is in `event_base`; consumer-group causes in `events_modern`.
 
 
 class MemberJoined(Cause):

@@ -38,13 +38,12 @@ from muster.coordinator.groups.classic.domain import ClassicDomain
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.classic.timers import TimerHandler
-from muster.coordinator.groups.consumer import describe as consumer_describe
-from muster.coordinator.groups.consumer import shard_api as consumer
-from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
-from muster.coordinator.groups.consumer.domain import ConsumerDomain
+from muster.coordinator.groups.modern import describe as modern_describe
+from muster.coordinator.groups.modern import shard_api as modern
+from muster.coordinator.groups.modern.api import ConsumerGroupDescribe
+from muster.coordinator.groups.modern.domain import ModernDomain
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.domain import OffsetsDomain
-from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
@@ -83,7 +82,7 @@ class CoordinatorShard:
         self.domains: tuple[Domain, ...] = (
             OffsetsDomain(self.offsets, self._is_loading),
             ClassicDomain(self.store, self.offsets, self._is_loading),
-            ConsumerDomain(self.store, self._armed),
+            ModernDomain(self.store, self._armed),
         )
         # the one replay dispatch, by record type (a key's version), at load
         # and for durable writes alike; a type no domain claims is skipped
@@ -177,8 +176,18 @@ class CoordinatorShard:
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
         (what compaction would leave: the same state as replaying every
-        record); offset commits take a fast path (`offsets/load.py`)."""
-        replay_latest(self, latest)
+        record), each applied as `replay` applies a record: by its domain in
+        the one table. `replay`'s own steps are inline (a load is a million
+        records), the log position once at the end."""
+        domain_of = self._replay_table.get
+        top = self.next_seq - 1
+        for key, (offset, value) in latest.items():
+            domain = domain_of(record_type(key))
+            if domain is not None:
+                domain.apply(key, value, offset, None)
+            if offset > top:
+                top = offset
+        self.next_seq = top + 1
 
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
@@ -201,7 +210,7 @@ class CoordinatorShard:
                     None,
                     f"loaded with {len(group.members)} members, over group.max.size",
                 )
-        consumer.arm_timers(self.store, fx)
+        modern.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
         return self.finish(fx)
 
@@ -265,9 +274,9 @@ class CoordinatorShard:
 
     # ---- dispatch ------------------------------------------------------------
 
-    def _consumer_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
+    def _modern_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
         errors = [self._group_error(gid, req) for gid in req.group_ids]
-        consumer.describe(self.store, fx, rid, req, errors)
+        modern.describe(self.store, fx, rid, req, errors)
 
     def _complete_txn(self, fx: Effects, rid: int, req: rq.CompleteTxn) -> None:
         self.offsets.complete_txn(fx, rid, req)
@@ -284,9 +293,9 @@ class CoordinatorShard:
         out = []
         for fg in req.groups:
             error = self._group_error(fg.group_id, req)
-            cgroup = self.store.consumer.get(fg.group_id)
+            cgroup = self.store.modern.get(fg.group_id)
             if error is None and cgroup is not None:
-                error = consumer.validate_fetch(cgroup, fg.member_id, fg.member_epoch)
+                error = modern.validate_fetch(cgroup, fg.member_id, fg.member_epoch)
             if error is not None:
                 out.append(rs.FetchedGroup(fg.group_id, (), error))
             else:
@@ -300,7 +309,7 @@ class CoordinatorShard:
             if error is not None:
                 out.append(rs.DescribedGroup(error, gid, "", "", ""))
             else:
-                # a consumer group is not a classic one: Kafka answers Dead
+                # a modern group is not a classic one: Kafka answers Dead
                 described = admin.describe(gid, self.store.get(gid))
                 if req.include_authorized_operations:
                     described = dataclasses.replace(
@@ -317,11 +326,11 @@ class CoordinatorShard:
             admin.listing(g)
             for g in self.store
             if admin.listed(g, req.states_filter, req.types_filter)
-            and g.group_id not in self.store.consumer
+            and g.group_id not in self.store.modern
         ) + tuple(
-            rs.ListedGroup(g.group_id, consumer_describe.PROTOCOL_TYPE, g.state, "consumer")
-            for g in consumer.all_groups(self.store)
-            if consumer_describe.listed(g, req.states_filter, req.types_filter)
+            rs.ListedGroup(g.group_id, modern_describe.PROTOCOL_TYPE, g.state, "consumer")
+            for g in modern.all_groups(self.store)
+            if modern_describe.listed(g, req.states_filter, req.types_filter)
         )
         fx.reply(rid, rs.ListGroupsResponse(E.NONE, groups))
 
@@ -330,8 +339,8 @@ class CoordinatorShard:
         appended = len(fx.records)
         for gid in req.groups:
             error = self._group_error(gid, req)
-            if error is None and gid in self.store.consumer:
-                error = consumer.delete_group(self.offsets, fx, self.store.consumer[gid])
+            if error is None and gid in self.store.modern:
+                error = modern.delete_group(self.offsets, fx, self.store.modern[gid])
             elif error is None:
                 group = self.store.get(gid)
                 if group is None or group.is_(S.DEAD):
@@ -373,9 +382,9 @@ def _in_store(on_timer: TimerHandler) -> Callable[[CoordinatorShard, Effects, Ti
 _TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
     EXPIRE_OFFSETS_KEY.kind: CoordinatorShard._expire_offsets,
     **{kind: _in_store(on) for kind, on in classic_timers.TIMERS.items()},
-    **{kind: _in_store(on) for kind, on in consumer.TIMERS.items()},
+    **{kind: _in_store(on) for kind, on in modern.TIMERS.items()},
 }
-assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(consumer.TIMERS), "a kind twice"
+assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(modern.TIMERS), "a kind twice"
 
 
 # every coordinator request, by (group kind, request type): the groups' rows
@@ -388,5 +397,5 @@ _ROUTES: dict[tuple[str | None, type], Callable[[CoordinatorShard, Effects, int,
     (None, rq.ListGroups): CoordinatorShard._list,
     (None, rq.DeleteGroups): CoordinatorShard._delete_groups,
     (None, rq.CompleteTxn): CoordinatorShard._complete_txn,
-    (None, ConsumerGroupDescribe): CoordinatorShard._consumer_describe,
+    (None, ConsumerGroupDescribe): CoordinatorShard._modern_describe,
 }
