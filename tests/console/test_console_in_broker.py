@@ -157,6 +157,10 @@ def test_browser_shows_the_group_and_live_updates(
     assert (tmp_path / "group.png").stat().st_size > 10_000
 
 
+_AWAITED_ROWS = """() => ['awaiting', 'rejoined'].map(kind =>
+    Array.from(document.querySelectorAll(`#awaited tr.${kind}`), row => row.innerText))"""
+
+
 def test_browser_lists_the_awaited_members_while_a_rebalance_runs(
     broker: MusterProcess, tmp_path: Path
 ) -> None:
@@ -186,11 +190,12 @@ def test_browser_lists_the_awaited_members_while_a_rebalance_runs(
             while time.monotonic() < deadline:
                 for consumer in (a, c):
                     consumer.poll(0.2)
-                if page.locator("#awaited tr.awaiting").count():
-                    awaiting = page.locator("#awaited tr.awaiting").all_inner_texts()[0]
-                    rejoined = " ".join(page.locator("#awaited tr.rejoined").all_inner_texts())
-                    if "await-a" in rejoined and "await-c" in rejoined:
-                        break
+                # both lists from one snapshot of the page: a live update may
+                # land between two separate reads
+                rows = page.evaluate(_AWAITED_ROWS)
+                awaiting, rejoined = " ".join(rows[0]), " ".join(rows[1])
+                if "await-a" in rejoined and "await-c" in rejoined:
+                    break
             assert "await-b" in awaiting and "awaited" in awaiting
             assert "await-a" in rejoined and "await-c" in rejoined
             assert page.locator("#join-deadline").count() == 1
