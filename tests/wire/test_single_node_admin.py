@@ -168,3 +168,31 @@ def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterPr
     assert supported["metadata.version"][1] == 33
     old = call(shared_muster.port, 18, 0, {})
     assert old.error_code == ErrorCode.none and old.api_keys
+
+
+def test_describe_topic_partitions_pages_through_every_topic(shared_muster: MusterProcess) -> None:
+    """An empty topic list describes every topic (what a UI lists): followed
+    cursor by cursor at 3 partitions an answer, each partition of each topic
+    comes exactly once, in name order, internal topics flagged as such."""
+    create_topic(shared_muster.bootstrap, "dtp-all-a", partitions=4)
+    create_topic(shared_muster.bootstrap, "dtp-all-b", partitions=2)
+    seen: list[tuple[str, int]] = []
+    internal: dict[str, bool] = {}
+    cursor = None
+    for _ in range(1000):
+        body = {"topics": [], "response_partition_limit": 3, "cursor": cursor}
+        answer = call(shared_muster.port, 75, 0, body)
+        parts = [(t.name, p.partition_index) for t in answer.topics for p in t.partitions]
+        assert 0 < len(parts) <= 3 or answer.next_cursor is None
+        seen += parts
+        internal.update({t.name: t.is_internal for t in answer.topics})
+        if answer.next_cursor is None:
+            break
+        cursor = {
+            "topic_name": answer.next_cursor.topic_name,
+            "partition_index": answer.next_cursor.partition_index,
+        }
+    assert seen == sorted(set(seen))
+    assert [p for t, p in seen if t == "dtp-all-a"] == [0, 1, 2, 3]
+    assert [p for t, p in seen if t == "dtp-all-b"] == [0, 1]
+    assert internal.get("__consumer_offsets", True) and not internal["dtp-all-a"]
