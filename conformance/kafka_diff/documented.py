@@ -113,6 +113,15 @@ DOCUMENTED: list[tuple[str, str, str]] = [
     ("data.metadata_v[0-3]", "*:unknown*", "D9 Metadata v0-v3 auto-creation"),
     ("data.produce_v*", "*:unknown_topic*", "D10 muster auto-creates on Produce"),
     ("security.acls_v*", "*:describe_unknown_type*", "D11 Kafka closes on an UNKNOWN filter"),
+    (
+        "quotas.store",
+        "*.entries[[]*[]].error_code",
+        "D12 muster keeps no client quotas: an entry Kafka accepts is refused",
+    ),
+    *[
+        ("quotas.store", f"*:{label}.entries*", "D12 muster keeps no client quotas: none described")
+        for label in ("describe_v[01]_*", "after_removals")
+    ],
 ]
 
 

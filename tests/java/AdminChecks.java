@@ -31,6 +31,9 @@ import java.util.concurrent.ExecutionException;
 public class AdminChecks {
     static final ObjectMapper JSON = new ObjectMapper();
     static final String T = "admin-t", G = "admin-g", TXN = "admin-txn";
+    // set once the broker accepted the quotas: muster keeps none (it refuses
+    // them), so there is nothing to wait for
+    static boolean quotasAccepted = false;
 
     interface Call { Object run() throws Exception; }
 
@@ -245,6 +248,7 @@ public class AdminChecks {
                         new ClientQuotaAlteration(user, List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0))),
                         new ClientQuotaAlteration(clients, List.of(new ClientQuotaAlteration.Op("consumer_byte_rate", 2048.0)))
                 )).all().get();
+                quotasAccepted = true;
                 return "ok";
             });
             check("alterClientQuotas-refused", () -> {
@@ -258,11 +262,11 @@ public class AdminChecks {
                 ClientQuotaFilter users = ClientQuotaFilter.containsOnly(List.of(ClientQuotaFilterComponent.ofEntityType(ClientQuotaEntity.USER)));
                 long until = System.currentTimeMillis() + 15000;
                 Map<ClientQuotaEntity, Map<String, Double>> got = Map.of();
-                while (System.currentTimeMillis() < until) {
+                do {
                     got = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
-                    if (got.size() >= 2) break;
+                    if (got.size() >= 2 || !quotasAccepted) break;
                     Thread.sleep(100);
-                }
+                } while (System.currentTimeMillis() < until);
                 Map<String, Object> m = new TreeMap<>();
                 got.forEach((e, v) -> m.put(e.entries().toString(), new TreeMap<>(v)));
                 m.put("users-only", admin.describeClientQuotas(users).entities().get().keySet().toString());
@@ -279,6 +283,22 @@ public class AdminChecks {
                     if (got.size() < 2) break;
                     Thread.sleep(100);
                 }
+                return got.keySet().toString();
+            });
+            // remove the default client-id's quota too: the broker is shared with
+            // tests/javacli/test_tools.py, whose kafka-configs --describe would show it
+            check("alterClientQuotas-cleanup", () -> {
+                Map<String, String> dflt = new HashMap<>();
+                dflt.put(ClientQuotaEntity.CLIENT_ID, null);
+                admin.alterClientQuotas(List.of(new ClientQuotaAlteration(new ClientQuotaEntity(dflt),
+                        List.of(new ClientQuotaAlteration.Op("consumer_byte_rate", null))))).all().get();
+                long until = System.currentTimeMillis() + 15000;
+                Map<ClientQuotaEntity, Map<String, Double>> got = Map.of();
+                do {
+                    got = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
+                    if (got.isEmpty()) break;
+                    Thread.sleep(100);
+                } while (System.currentTimeMillis() < until);
                 return got.keySet().toString();
             });
             // DescribeQuorum through the broker: a one-node quorum that this node leads

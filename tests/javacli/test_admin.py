@@ -16,6 +16,19 @@ MUSTER_ONLY: dict[str, dict[str, Any]] = {}
 # read the version from) and group.version (KIP-848); not transaction.version 2
 # (EndTxn v5), streams, share or ELR (api_versions.py)
 MUSTER_ONLY["describeFeatures"] = {"result": ["group.version", "metadata.version"]}
+# muster does not throttle clients, so it keeps no client quotas: a quota Kafka
+# would set (or remove) is refused with words that say so, and describe stays
+# empty; a quota Kafka refuses (alterClientQuotas-refused) is answered as Kafka
+# does (DIFFERENCES.md D12)
+NOT_KEPT = {
+    "error": "InvalidRequestException",
+    "message": "muster does not throttle clients, so it keeps no client quotas"
+    " (conformance/DIFFERENCES.md D12)",
+}
+MUSTER_ONLY["alterClientQuotas"] = NOT_KEPT
+MUSTER_ONLY["describeClientQuotas-after"] = {"result": {"users-only": "[]"}}
+MUSTER_ONLY["alterClientQuotas-remove"] = NOT_KEPT
+MUSTER_ONLY["alterClientQuotas-cleanup"] = NOT_KEPT
 
 
 def calls(bootstrap: str) -> dict[str, dict[str, Any]]:
@@ -43,3 +56,4 @@ def test_admin_calls_answer_on_muster_as_on_kafka(pair: Pair) -> None:
     assert muster["describeConsumerGroups"]["result"]["members"] == ["static-1:2"]
     assert muster["deleteConsumerGroupOffsets"]["result"] == {"admin-t-0": "1/meta"}
     assert kafka["describeFeatures"]["result"]  # Kafka does finalize some
+    assert kafka["describeClientQuotas-after"]["result"]["users-only"] != "[]"

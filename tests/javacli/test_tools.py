@@ -33,6 +33,17 @@ T = "tools-t"
 G = "tools-g"
 KEYS = "".join(f"k{i}:v{i}\n" for i in range(20))
 
+
+def _bob_quota(name: str, *change: str) -> tuple[str, str, tuple[str, ...], str]:
+    """A kafka-configs --alter of user bob's quotas."""
+    return (
+        name,
+        CONFIGS,
+        ("--entity-type", "users", "--entity-name", "bob", "--alter", *change),
+        "",
+    )
+
+
 # name, tool, arguments ("{csv}" is a reset plan the test writes), stdin
 SCRIPT: list[tuple[str, str, tuple[str, ...], str]] = [
     (
@@ -321,20 +332,7 @@ SCRIPT: list[tuple[str, str, tuple[str, ...], str]] = [
         ),
         "",
     ),
-    (
-        "cfg-quota",
-        CONFIGS,
-        (
-            "--entity-type",
-            "users",
-            "--entity-name",
-            "bob",
-            "--alter",
-            "--add-config",
-            "producer_byte_rate=1024",
-        ),
-        "",
-    ),
+    _bob_quota("cfg-quota", "--add-config", "producer_byte_rate=1024"),
     (
         "acl-add",
         ACLS,
@@ -403,10 +401,16 @@ SCRIPT: list[tuple[str, str, tuple[str, ...], str]] = [
         "",
     ),
     ("cfg-users-after", CONFIGS, ("--entity-type", "users", "--describe"), ""),
+    # and removed, so the Kafka shared with other tests keeps no quota
+    _bob_quota("cfg-quota-delete", "--delete-config", "producer_byte_rate"),
     ("quorum-status", QUORUM, ("describe", "--status"), ""),
     ("quorum-replication", QUORUM, ("describe", "--replication"), ""),
 ]
 
+NOT_KEPT = (
+    "InvalidRequestException: muster does not throttle clients, so it keeps no client quotas"
+    " (conformance/DIFFERENCES.md D12)"
+)
 # Steps where muster answers otherwise, each with a check of muster's own answer.
 # The reasons are in conformance/DIFFERENCES.md, "Java Admin and tools".
 DIFFERENT: dict[str, Any] = {
@@ -423,11 +427,24 @@ DIFFERENT: dict[str, Any] = {
     "cfg-broker-alter": lambda r: "only topic configs can be altered" in r["err"],
     # DescribeConfigs on a GROUP resource (KIP-848 group configs) is not served
     "cfg-group": lambda r: "resource type 32 is not supported" in r["err"],
+    # muster does not throttle clients, so it keeps no client quotas: the quota
+    # is refused with words that say so, and bob has none to describe
+    "cfg-quota": lambda r: NOT_KEPT in r["err"],
+    "cfg-quota-describe": lambda r: r["out"].strip() == "",
+    "cfg-users-after": lambda r: (
+        "Quota configs" not in r["out"]
+        and "user-principal 'alice' are SCRAM-SHA-256=iterations=8192" in r["out"]
+    ),
+    # kafka-configs reads bob's quotas before it deletes one, finds none, and
+    # stops without sending AlterClientQuotas
+    "cfg-quota-delete": lambda r: "Invalid config(s): producer_byte_rate" in r["err"],
 }
 # Exit codes that differ as well (the tool succeeds on Kafka, fails on muster)
 EXIT_DIFFERS = {
     "cfg-broker-alter",
     "cfg-group",
+    "cfg-quota",
+    "cfg-quota-delete",
 }
 # kafka-acls prints the ACLs of a resource in the order of a hash set
 # and kafka-consumer-groups --describe --all-groups the groups in the order of one

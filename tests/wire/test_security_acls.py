@@ -337,3 +337,39 @@ def test_acls_managed_over_the_wire_and_durable(broker: MusterProcess) -> None:
     assert all(b.principal == A for b in left) and len(left) == 4
     with pytest.raises(Closed):
         RawClient(broker.ports["SASL_PLAINTEXT"]).call(3, 12, {"topics": None})
+
+
+def test_client_quotas_need_cluster_configs_rights(broker: MusterProcess) -> None:
+    """Without ALTER_CONFIGS / DESCRIBE_CONFIGS on the cluster every quota entry,
+    valid or not, and every describe is refused as Kafka refuses them; the
+    super user gets the answer anyone with the right would: muster keeps no
+    quotas (DIFFERENCES.md D12)."""
+
+    def alter(raw: RawClient) -> list[tuple[int, str]]:
+        entries = [
+            ("app", [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]),
+            ("bad", [{"key": "producer_byte_rate", "value": -1.0, "remove": False}]),
+        ]
+        body = {
+            "entries": [
+                {"entity": [{"entity_type": "client-id", "entity_name": n}], "ops": ops}
+                for n, ops in entries
+            ],
+            "validate_only": False,
+        }
+        return [(e.error_code, e.error_message) for e in raw.call(49, 1, body).entries]
+
+    denied = (KafkaError.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    alice = _login(broker, "alice")
+    assert alter(alice) == [denied, denied]
+    described = alice.call(48, 1, {"components": [], "strict": False})
+    assert (described.error_code, described.entries) == (denied[0], None)
+    assert alter(_login(broker, ADMIN)) == [
+        (
+            KafkaError.INVALID_REQUEST,
+            "muster does not throttle clients, so it keeps no client quotas"
+            " (conformance/DIFFERENCES.md D12)",
+        ),
+        (KafkaError.INVALID_REQUEST, "Quota producer_byte_rate must be greater than 0"),
+    ]
+    assert _login(broker, ADMIN).call(48, 1, {"components": [], "strict": False}).entries == ()

@@ -2,13 +2,12 @@
 same way by muster (raw frames; the Java Admin's view of them is in
 tests/javacli/test_admin.py): ElectLeaders, ListPartitionReassignments,
 ListTransactions, DescribeTransactions and DescribeProducers with nothing to
-report, client quotas kept across kill -9, and DescribeGroups v6 on an
+report, client quotas refused (muster keeps none), and DescribeGroups v6 on an
 unknown group."""
 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
@@ -98,101 +97,59 @@ def test_describe_producers(shared_muster: MusterProcess) -> None:
     assert unknown.error_code == ErrorCode.unknown_topic_or_partition
 
 
-def _quotas(port: int) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
-    answer = call(port, 48, 1, {"components": [], "strict": False})
-    assert answer.error_code == ErrorCode.none
-    return {
-        tuple((c.entity_type, c.entity_name) for c in e.entity): {v.key: v.value for v in e.values}
-        for e in answer.entries
-    }
-
-
-def test_client_quotas_acknowledged_survive_kill_9(tmp_path: Path) -> None:
-    """An acknowledged AlterClientQuotas is on disk: after kill -9 the restarted
-    broker describes the same quotas (what kafka-configs and UIs read back);
-    a validate_only change and a refused entry leave nothing."""
-    broker = MusterProcess(tmp_path / "data").start()
-    try:
-
-        def alter(entity: list[tuple[str, str | None]], key: str, value: float, **kw: bool):
-            body = {
-                "entries": [
-                    {
-                        "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
-                        "ops": [{"key": key, "value": value, "remove": kw.get("remove", False)}],
-                    }
-                ],
-                "validate_only": kw.get("validate_only", False),
+def _alter(port: int, entity: list[tuple[str, str | None]], key: str, value: float, **kw: bool):
+    body = {
+        "entries": [
+            {
+                "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                "ops": [{"key": key, "value": value, "remove": kw.get("remove", False)}],
             }
-            [entry] = call(broker.port, 49, 1, body).entries
-            return entry.error_code
-
-        assert alter([("client-id", "app")], "producer_byte_rate", 1024.0) == ErrorCode.none
-        assert alter([("user", None)], "request_percentage", 12.5) == ErrorCode.none
-        assert alter([("user", "bob"), ("client-id", "app")], "consumer_byte_rate", 7.0) == 0
-        assert alter([("client-id", "dry")], "producer_byte_rate", 1.0, validate_only=True) == 0
-        assert alter([("client-id", "bad")], "producer_byte_rate", -1.0) == (
-            ErrorCode.invalid_request
-        )
-        assert (
-            alter([("user", "bob"), ("client-id", "app")], "consumer_byte_rate", 0, remove=True)
-            == 0
-        )
-        expected = {
-            (("client-id", "app"),): {"producer_byte_rate": 1024.0},
-            (("user", None),): {"request_percentage": 12.5},
-        }
-        assert _quotas(broker.port) == expected
-        broker.restart(hard=True)
-        assert _quotas(broker.port) == expected
-    finally:
-        broker.close()
-
-
-def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
-    """ApiVersions v3 finalizes Kafka 4.4's metadata.version (UIs read the
-    version from it) and group.version 1 (KIP-848), and not transaction.version,
-    which would make a Java producer speak EndTxn v5; v0 has no such fields."""
-    answer = call(
-        shared_muster.port,
-        18,
-        3,
-        {"client_software_name": "ui", "client_software_version": "1"},
-    )
-    finalized = {
-        f.name: (f.min_version_level, f.max_version_level) for f in answer.finalized_features
+        ],
+        "validate_only": kw.get("validate_only", False),
     }
-    assert finalized == {"metadata.version": (33, 33), "group.version": (1, 1)}
-    assert answer.finalized_features_epoch >= 0
-    supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
-    assert supported["metadata.version"][1] == 33
-    old = call(shared_muster.port, 18, 0, {})
-    assert old.error_code == ErrorCode.none and old.api_keys
+    [entry] = call(port, 49, 1, body).entries
+    return entry.error_code, entry.error_message
 
 
-def test_describe_topic_partitions_pages_through_every_topic(shared_muster: MusterProcess) -> None:
-    """An empty topic list describes every topic (what a UI lists): followed
-    cursor by cursor at 3 partitions an answer, each partition of each topic
-    comes exactly once, in name order, internal topics flagged as such."""
-    create_topic(shared_muster.bootstrap, "dtp-all-a", partitions=4)
-    create_topic(shared_muster.bootstrap, "dtp-all-b", partitions=2)
-    seen: list[tuple[str, int]] = []
-    internal: dict[str, bool] = {}
-    cursor = None
-    for _ in range(1000):
-        body = {"topics": [], "response_partition_limit": 3, "cursor": cursor}
-        answer = call(shared_muster.port, 75, 0, body)
-        parts = [(t.name, p.partition_index) for t in answer.topics for p in t.partitions]
-        assert 0 < len(parts) <= 3 or answer.next_cursor is None
-        seen += parts
-        internal.update({t.name: t.is_internal for t in answer.topics})
-        if answer.next_cursor is None:
-            break
-        cursor = {
-            "topic_name": answer.next_cursor.topic_name,
-            "partition_index": answer.next_cursor.partition_index,
+def test_client_quotas_are_refused_not_kept(shared_muster: MusterProcess) -> None:
+    """muster does not throttle, so a quota Kafka would accept is refused with
+    words that say so (validate_only too: it would not be accepted), a quota
+    Kafka refuses gets Kafka's answer, and describe lists nothing: a user never
+    believes a client is throttled when it is not."""
+    port = shared_muster.port
+    refused = (
+        ErrorCode.invalid_request,
+        "muster does not throttle clients, so it keeps no client quotas"
+        " (conformance/DIFFERENCES.md D12)",
+    )
+    assert _alter(port, [("client-id", "app")], "producer_byte_rate", 1024.0) == refused
+    assert _alter(port, [("user", None)], "request_percentage", 12.5) == refused
+    assert _alter(port, [("user", "bob"), ("client-id", "app")], "consumer_byte_rate", 7) == (
+        refused
+    )
+    assert _alter(port, [("ip", "127.0.0.1")], "connection_creation_rate", 5.0) == refused
+    assert _alter(port, [("client-id", "dry")], "producer_byte_rate", 1.0, validate_only=True) == (
+        refused
+    )
+    assert _alter(port, [("client-id", "app")], "producer_byte_rate", 0, remove=True) == refused
+    # Kafka's own refusals, word for word
+    assert _alter(port, [("client-id", "bad")], "producer_byte_rate", -1.0) == (
+        ErrorCode.invalid_request,
+        "Quota producer_byte_rate must be greater than 0",
+    )
+    assert _alter(port, [("client-id", "bad")], "consumer_byte_rate", 1.5) == (
+        ErrorCode.invalid_request,
+        "consumer_byte_rate cannot be a fractional value.",
+    )
+    for components, strict in (([], False), ([], True), ([("user", 2, None)], False)):
+        body = {
+            "components": [
+                {"entity_type": t, "match_type": m, "match": n} for t, m, n in components
+            ],
+            "strict": strict,
         }
-    assert seen == sorted(set(seen))
-    assert [p for t, p in seen if t == "dtp-all-a"] == [0, 1, 2, 3]
-    assert [p for t, p in seen if t == "dtp-all-b"] == [0, 1]
-    assert internal.get("__consumer_offsets", True) and not internal["dtp-all-a"]
+        answer = call(port, 48, 1, body)
+        assert (answer.error_code, answer.entries) == (ErrorCode.none, ())
+    bad_filter = {"components": [{"entity_type": "x", "match_type": 2, "match": None}]}
+    answer = call(port, 48, 1, bad_filter | {"strict": False})
+    assert answer.error_code == ErrorCode.unsupported_version

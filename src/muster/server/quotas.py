@@ -1,22 +1,18 @@
-"""Client quotas as Kafka 4.4 keeps them: entity (client-id / user / ip, a None
-name for the default) -> quota key -> value, validated as Kafka validates an
-AlterClientQuotas entry and matched as Kafka matches a DescribeClientQuotas
-filter (kafka-diff `quotas.*`). One JSON file beside the logs, rewritten whole
-and fsynced before the change is acknowledged: quotas change rarely.
+"""Kafka 4.4's checks of client quotas: an AlterClientQuotas entry (entity of
+client-id / user / ip, a None name for the default; quota keys and values) and
+a DescribeClientQuotas filter, each refused with Kafka's error code and words
+(kafka-diff `quotas.refused`).
 
-muster stores and serves them so `kafka-configs.sh --entity-type clients|users`
-and the UIs that read them behave as on Kafka; it does not throttle by them.
+muster does not throttle clients, so it keeps no quotas: the handler refuses
+an entry that passes these checks (conformance/DIFFERENCES.md D12). The checks
+still come first, so a tool's mistake reads as it would on Kafka.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import math
 import socket
-from pathlib import Path
-
-from muster.security.store import _read, _write_durably
 
 CLIENT_ID, USER, IP = "client-id", "user", "ip"
 # The order Kafka lists an entity's components in (both brokers are compared
@@ -147,55 +143,3 @@ def check_filter(components: list[tuple[str, int, str | None]]) -> None:
         if match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
             raise QuotaError(INVALID_REQUEST, f"Unknown match type {match_type}")
     _ip_alone(seen, IP_FILTER_MIXED)
-
-
-def matches(entity: Entity, components: list[tuple[str, int, str | None]], strict: bool) -> bool:
-    names = dict(entity)
-    if strict and set(names) != {t for t, _, _ in components}:
-        return False
-    for t, match_type, match in components:
-        if t not in names:
-            return False
-        if match_type == MATCH_EXACT and names[t] != match:
-            return False
-        if match_type == MATCH_DEFAULT and names[t] is not None:
-            return False
-    return True
-
-
-class QuotaStore:
-    """The quotas in force; `path` None keeps them in memory."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.lock = asyncio.Lock()  # the handler's read-modify-write, one at a time
-        self.quotas: dict[Entity, dict[str, float]] = {}
-        for row in _read(path, []):
-            entity = tuple((t, n) for t, n in row["entity"])
-            self.quotas[entity] = {k: float(v) for k, v in row["values"].items()}
-
-    def applied(
-        self, changes: list[tuple[Entity, list[tuple[str, float, bool]]]]
-    ) -> dict[Entity, dict[str, float]]:
-        """The quotas once `changes` are made (computed, not yet kept)."""
-        out = {e: dict(v) for e, v in self.quotas.items()}
-        for entity, ops in changes:
-            values = out.setdefault(entity, {})
-            for key, value, remove in ops:
-                if remove:
-                    values.pop(key, None)
-                else:
-                    values[key] = value
-            if not values:
-                del out[entity]
-        return out
-
-    def replace(self, quotas: dict[Entity, dict[str, float]]) -> None:
-        """Blocking (fsync): call off the event loop."""
-        if self.path is not None:
-            rows = [
-                {"entity": [list(c) for c in e], "values": v}
-                for e, v in sorted(quotas.items(), key=str)
-            ]
-            _write_durably(self.path, rows)
-        self.quotas = quotas

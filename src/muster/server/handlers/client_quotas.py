@@ -1,6 +1,13 @@
-"""DescribeClientQuotas (48) and AlterClientQuotas (49) as a one-node Kafka 4.4
-answers them (kafka-diff `quotas.*`): quotas are stored and described, entries
-Kafka refuses are refused with its error codes, validate_only keeps nothing."""
+"""DescribeClientQuotas (48) and AlterClientQuotas (49) for a broker that keeps
+no client quotas, as issue #24 asks: muster does not throttle clients, so a
+quota it stored would be a promise it does not keep (conformance/DIFFERENCES.md
+D12).
+
+AlterClientQuotas checks every entry as Kafka 4.4 does and refuses what Kafka
+refuses with Kafka's code and words (kafka-diff `quotas.refused`); an entry
+Kafka would accept is refused with INVALID_REQUEST and NOT_KEPT, validate_only
+too (the honest answer to "would this be accepted" is no). DescribeClientQuotas
+checks the filter as Kafka does and lists no entries."""
 
 from __future__ import annotations
 
@@ -15,32 +22,20 @@ from muster.server.quotas import (
     IP,
     Entity,
     QuotaError,
-    QuotaStore,
     check_entity,
     check_filter,
     check_ops,
     describe,
     entity_of,
-    matches,
 )
-from muster.server.state import BrokerState, RequestContext
+from muster.server.state import RequestContext
 
 # Kafka's message for the refusal (ClusterAuthorizationException)
 CLUSTER_DENIED = "Cluster authorization failed."
-
-
-def _store(state: BrokerState) -> QuotaStore:
-    services = state.services
-    if services.quotas is None:
-        config = state.config
-        path = None if config.in_memory else config.data_dir / "client-quotas.json"
-        services.quotas = QuotaStore(path)
-    store: QuotaStore = services.quotas
-    return store
-
-
-def _components(entity: Entity) -> list[dict[str, Any]]:
-    return [{"entity_type": t, "entity_name": n} for t, n in entity]
+NOT_KEPT = (
+    "muster does not throttle clients, so it keeps no client quotas"
+    " (conformance/DIFFERENCES.md D12)"
+)
 
 
 async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -57,15 +52,7 @@ async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> dict[s
         check_filter(components)
     except QuotaError as e:
         return out | {"error_code": ErrorCode(e.code), "error_message": e.message, "entries": None}
-    entries = [
-        {
-            "entity": _components(entity),
-            "values": [{"key": k, "value": v} for k, v in sorted(values.items())],
-        }
-        for entity, values in _store(ctx.state).quotas.items()
-        if matches(entity, components, bool(req.strict))
-    ]
-    return out | {"error_message": "", "entries": entries}
+    return out | {"error_message": "", "entries": []}
 
 
 def _check(entity: Entity, ops: list[tuple[str, float, bool]]) -> None:
@@ -73,37 +60,39 @@ def _check(entity: Entity, ops: list[tuple[str, float, bool]]) -> None:
     check_ops(entity, ops)
 
 
+async def _refusal(entity: Entity, ops: list[tuple[str, float, bool]]) -> QuotaError:
+    """Kafka's refusal of the entry, or muster's when Kafka would accept it."""
+    try:
+        if any(t == IP and n is not None for t, n in entity):
+            await asyncio.to_thread(_check, entity, ops)  # may resolve a host name
+        else:
+            _check(entity, ops)
+    except QuotaError as e:
+        return e
+    return QuotaError(ErrorCode.invalid_request, NOT_KEPT)
+
+
 async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> dict[str, Any]:
     allowed = authz.cluster(ctx, Operation.ALTER_CONFIGS)
     # one result per entity, in the order entities first appear
-    results: dict[Entity, tuple[ErrorCode, str | None]] = {}
-    changes: list[tuple[Entity, list[tuple[str, float, bool]]]] = []
+    results: dict[Entity, tuple[ErrorCode, str]] = {}
     for entry in req.entries:
         entity = entity_of([(e.entity_type, e.entity_name) for e in entry.entity])
         if not allowed:
             results[entity] = (ErrorCode.cluster_authorization_failed, CLUSTER_DENIED)
-            continue
-        if entity in results:  # Kafka keeps the first entry's change and says so
+        elif entity in results:  # Kafka answers an entity named twice once, and says so
             message = f"Ignoring duplicate entity {describe(entity)}"
             results[entity] = (ErrorCode.invalid_request, message)
-            continue
-        ops = [(o.key, float(o.value), bool(o.remove)) for o in entry.ops]
-        try:
-            if any(t == IP and n is not None for t, n in entity):
-                await asyncio.to_thread(_check, entity, ops)  # may resolve a host name
-            else:
-                _check(entity, ops)
-        except QuotaError as e:
-            results[entity] = (ErrorCode(e.code), e.message)
-            continue
-        results[entity] = (ErrorCode.none, None)
-        changes.append((entity, ops))
-    if changes and not req.validate_only:
-        store = _store(ctx.state)
-        async with store.lock:  # one read-modify-write at a time
-            await asyncio.to_thread(store.replace, store.applied(changes))
+        else:
+            ops = [(o.key, float(o.value), bool(o.remove)) for o in entry.ops]
+            refused = await _refusal(entity, ops)
+            results[entity] = (ErrorCode(refused.code), refused.message)
     entries = [
-        {"error_code": code, "error_message": message, "entity": _components(entity)}
+        {
+            "error_code": code,
+            "error_message": message,
+            "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+        }
         for entity, (code, message) in results.items()
     ]
     return {"throttle_time": 0, "entries": entries}
