@@ -261,6 +261,14 @@ def sec_groups(name: str, label: str, args: argparse.Namespace, out: Values) -> 
         add(out, label, "join_s", join_s)
         add(out, label, "leave_s", leave_s)
         say(f"  {label} formation of 20 {f20:.2f} s, join {join_s:.2f} s, leave {leave_s:.2f} s")
+        # a join or leave is noticed at the members' next heartbeat (1 s apart), so
+        # one sample is mostly the heartbeat's phase: take several per run, each
+        # a new group of 5 on the same broker
+        for _ in range(args.rebalances - 1):
+            join_s, leave_s = groups.join_and_leave(b.bootstrap, topic, b.alive)
+            add(out, label, "join_s", join_s)
+            add(out, label, "leave_s", leave_s)
+            say(f"  {label} join {join_s:.2f} s, leave {leave_s:.2f} s")
 
 
 def sec_cp(name: str, label: str, args: argparse.Namespace, out: Values) -> None:
@@ -804,6 +812,7 @@ LOG_LINES = (
         "commits",
     ),
     (rf"(\S+) formation of 20 {_NUM} s, join {_NUM} s, leave {_NUM} s", "groups"),
+    (rf"(\S+) join {_NUM} s, leave {_NUM} s", "rebalance"),
     (
         rf"(\S+) consumer protocol: formation of 20 {_NUM} s; 1->20 {_NUM} s, 20->1 {_NUM} s, "
         rf"revoked {_NUM} / moved {_NUM}",
@@ -838,6 +847,9 @@ def values_from_log(text: str) -> Values:
             elif kind == "groups":
                 for key, v in zip(("form20_s", "join_s", "leave_s"), nums, strict=True):
                     add(out, label, key, v)
+            elif kind == "rebalance":
+                for key, v in zip(("join_s", "leave_s"), nums, strict=True):
+                    add(out, label, key, v)
             elif kind == "cp":
                 keys = ("cp_form20_s", "cp_up_s", "cp_down_s", "cp_revoked", "cp_moved")
                 for key, v in zip(keys, nums, strict=True):
@@ -871,6 +883,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offsets", type=int, default=1_000_000, help="for restart after kill -9")
     ap.add_argument("--cp-step", type=int, default=1, help="members per scaling step")
     ap.add_argument(
+        "--rebalances", type=int, default=5, help="join/leave samples per run and broker (5)"
+    )
+    ap.add_argument(
         "--warmup",
         type=float,
         default=1.0,
@@ -903,6 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.runs, args.commit_seconds, args.messages, args.offsets = 1, 1.0, 5_000, 10_000
         args.cp_step = max(args.cp_step, 5)
+        args.rebalances = 1
     only = [s for s in args.only.split(",") if s]
     for s in only:
         if s not in SECTIONS:
