@@ -39,12 +39,13 @@ RESULT = re.compile(r"^--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)")
 
 
 @contextlib.contextmanager
-def broker(kind: str, work: Path) -> Iterator[str]:
+def broker(kind: str, work: Path, share: bool = False) -> Iterator[str]:
     if kind == "muster":
         # Kafka's durability (no fsync before the answer), as the peers run
-        proc: MusterProcess | KafkaProcess | KfakeProcess = MusterProcess(
-            work / "data", {"muster.fsync": "never"}
-        )
+        props = {"muster.fsync": "never"}
+        if share:  # share groups (KIP-932) served and advertised
+            props["muster.share.enable"] = "true"
+        proc: MusterProcess | KafkaProcess | KfakeProcess = MusterProcess(work / "data", props)
     elif kind == "kafka":
         proc = KafkaProcess(work / "kafka")
     else:
@@ -66,6 +67,7 @@ def main() -> int:
     ap.add_argument("--run", default="", help="go test -run pattern (default: every test)")
     ap.add_argument("--records", type=int, default=50_000, help="KGO_TEST_RECORDS")
     ap.add_argument("--chaos", action="store_true", help="KGO_TEST_CHAOS=1 (connections cut)")
+    ap.add_argument("--share", action="store_true", help="muster.share.enable=true (KIP-932)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds for the whole run")
     args = ap.parse_args()
 
@@ -73,7 +75,7 @@ def main() -> int:
     out_dir = REPO / "conformance" / "results" / time.strftime("%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / f"franz-go-{args.broker}.log"
-    with tempfile.TemporaryDirectory(prefix="kgo-") as tmp, broker(args.broker, Path(tmp)) as seeds:
+    with tempfile.TemporaryDirectory(prefix="kgo-") as tmp, broker(args.broker, Path(tmp), args.share) as seeds:
         env = {
             **os.environ,
             "KGO_SEEDS": seeds,

@@ -138,6 +138,44 @@ PROPERTIES: tuple[Property, ...] = (
         "Online classic <-> consumer group conversion: bidirectional, upgrade, downgrade,"
         " disabled.",
     ),
+    Property(
+        "muster.share.enable",
+        bool,
+        False,
+        "Serve and advertise share groups (KIP-932; Kafka's group.share.enable). Off until"
+        " the share-group branch's gate passes.",
+    ),
+    Property(
+        "group.share.session.timeout.ms",
+        int,
+        45000,
+        "Share-group members are fenced after this silence.",
+    ),
+    Property(
+        "group.share.heartbeat.interval.ms",
+        int,
+        5000,
+        "How often share-group members are told to heartbeat.",
+    ),
+    Property("group.share.max.size", int, 200, "Most members in one share group."),
+    Property(
+        "group.share.record.lock.duration.ms",
+        int,
+        30000,
+        "How long a share-group member holds a record it acquired.",
+    ),
+    Property(
+        "group.share.delivery.count.limit",
+        int,
+        5,
+        "Deliveries of a record before a share group archives it.",
+    ),
+    Property(
+        "group.share.partition.max.record.locks",
+        int,
+        2000,
+        "Records in flight (acquired or available) per share partition.",
+    ),
     Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
     Property(

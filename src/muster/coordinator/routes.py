@@ -31,7 +31,9 @@ from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResponse,
 )
-from muster.coordinator.groups.store import CLASSIC, CONSUMER, GroupStore
+from muster.coordinator.groups.share import heartbeat as share_heartbeat
+from muster.coordinator.groups.share.api import ShareGroupHeartbeat, ShareGroupHeartbeatResponse
+from muster.coordinator.groups.store import CLASSIC, CONSUMER, SHARE, GroupStore
 from muster.coordinator.offsets.manager import commit_response
 
 if TYPE_CHECKING:  # the shard holds the table
@@ -91,6 +93,24 @@ def _refuse_consumer_heartbeat(
         fx.reply(rid, ConsumerGroupHeartbeatResponse(error))
 
 
+def _refuse_share_heartbeat(fx: Effects, rid: int, req: ShareGroupHeartbeat, error: int) -> None:
+    fx.reply(rid, ShareGroupHeartbeatResponse(error))
+
+
+def _not_share(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
+    """A request of a share group's member for a consumer group's id."""
+    msg = f"Group {req.group_id} is not a share group."
+    fx.reply(rid, ShareGroupHeartbeatResponse(E.GROUP_ID_NOT_FOUND, msg))
+
+
+def _share_only(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
+    """A classic or consumer request for a share group's id: Kafka answers
+    its type's error for a group of another kind."""
+    refuse = REFUSALS[type(req)]
+    error = E.INCONSISTENT_GROUP_PROTOCOL if isinstance(req, rq.JoinGroup) else E.GROUP_ID_NOT_FOUND
+    refuse(fx, rid, req, error)
+
+
 REFUSALS: dict[type, Refusal] = {
     rq.JoinGroup: _refuse_join,
     rq.SyncGroup: _refuse_sync,
@@ -100,6 +120,7 @@ REFUSALS: dict[type, Refusal] = {
     rq.TxnOffsetCommit: _refuse_commit,
     rq.OffsetDelete: _refuse_offset_delete,
     ConsumerGroupHeartbeat: _refuse_consumer_heartbeat,
+    ShareGroupHeartbeat: _refuse_share_heartbeat,
 }
 
 
@@ -201,4 +222,21 @@ GROUP_ROWS: dict[tuple[str, type], Row] = {
     (CONSUMER, rq.TxnOffsetCommit): _consumer_txn_commit,
     (CONSUMER, rq.OffsetDelete): _offset_delete(_consumer_offset_delete),
     (CONSUMER, ConsumerGroupHeartbeat): _in_store(consumer_heartbeat.handle_heartbeat),
+    # a share heartbeat for an unused id makes a share group
+    (CLASSIC, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
+    (CONSUMER, ShareGroupHeartbeat): _not_share,
+    (SHARE, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
+    **{
+        (SHARE, t): _share_only
+        for t in (
+            rq.JoinGroup,
+            rq.SyncGroup,
+            rq.Heartbeat,
+            rq.LeaveGroup,
+            rq.OffsetCommit,
+            rq.TxnOffsetCommit,
+            rq.OffsetDelete,
+            ConsumerGroupHeartbeat,
+        )
+    },
 }

@@ -117,5 +117,15 @@ ENTRIES: tuple[ApiEntry, ...] = (
 )
 
 
-def build_table(extra: tuple[ApiEntry, ...] = ()) -> dict[int, ApiEntry]:
-    return {e.api_key: e for e in (*ENTRIES, *extra)}
+# KIP-932 share groups: served and advertised only with muster.share.enable
+# (Kafka's group.share.enable); advertising them changes what clients do
+SHARE_ENTRIES: tuple[ApiEntry, ...] = (
+    ApiEntry(76, "ShareGroupHeartbeat", 1, 1, "share_groups:handle_share_group_heartbeat"),
+    ApiEntry(77, "ShareGroupDescribe", 1, 1, "share_groups:handle_share_group_describe"),
+    ApiEntry(78, "ShareFetch", 1, 2, "share_fetch:handle_share_fetch"),
+    ApiEntry(79, "ShareAcknowledge", 1, 2, "share_fetch:handle_share_acknowledge"),
+)
+
+
+def build_table(extra: tuple[ApiEntry, ...] = (), share: bool = False) -> dict[int, ApiEntry]:
+    return {e.api_key: e for e in (*ENTRIES, *(SHARE_ENTRIES if share else ()), *extra)}

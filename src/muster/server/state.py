@@ -16,6 +16,7 @@ from muster.server.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:  # the services' own modules import this one
     from muster.server.api_table import ApiEntry
+    from muster.server.share_state import ShareState
     from muster.server.group_runtime.runtime import GroupCoordinator
     from muster.server.metrics import BrokerMetrics
     from muster.server.security import BrokerSecurity
@@ -103,6 +104,7 @@ class Services:
     metrics: BrokerMetrics | None = None
     coordinator: GroupCoordinator | None = None  # set once it is made (it loads later)
     transactions: TransactionCoordinator | None = None  # set once it has started
+    share: ShareState | None = None  # share partitions and sessions, with muster.share.enable
     bound_port: int | None = None  # the first listener's port, once listening
     bound_ports: dict[str, int] = field(default_factory=dict)  # listener name -> port
 

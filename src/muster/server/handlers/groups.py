@@ -27,7 +27,7 @@ LOADING = int(ErrorCode.coordinator_load_in_progress)
 GROUP_DENIED = int(ErrorCode.group_authorization_failed)
 TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
 READ, DESCRIBE, DELETE = Operation.READ, Operation.DESCRIBE, Operation.DELETE
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -65,7 +65,12 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
     key_type = int(getattr(req, "key_type", GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:
-        if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+        group = key
+        if key_type == SHARE_KEY and 78 in ctx.state.services.api_table:
+            # a share partition's key, "group:topicId:partition": its group's
+            # coordinator serves it (one node: this one, once loaded)
+            group = key.rsplit(":", 2)[0] if key.count(":") >= 2 else key
+        elif key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "key": key,
                 "node_id": -1,
@@ -77,7 +82,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
         denied = (
             not authz.transactional_id(ctx, DESCRIBE, key)
             if key_type == TRANSACTION_KEY
-            else not authz.group(ctx, DESCRIBE, key)
+            else not authz.group(ctx, DESCRIBE, group)
         )
         if denied:
             return {
@@ -94,7 +99,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
             txns = ctx.state.services.transactions
             loaded = txns is not None and txns.loaded
         else:
-            loaded = _coordinator(ctx).shard_for(key).loaded
+            loaded = _coordinator(ctx).shard_for(group).loaded
         if not loaded:
             return {
                 "key": key,

@@ -1,0 +1,280 @@
+"""ShareFetch (78) v1-2 and ShareAcknowledge (79) v1-2, KIP-932: share
+sessions, acknowledgements, and handing records out under locks from the
+share partitions (`muster.share.partition`, state in `server/share_state`).
+
+A fetch first applies the acknowledgements it carries, then acquires up to
+MaxRecords records over the session's partitions and returns the batches
+holding them with their AcquiredRecords ranges; with nothing to hand out it
+waits (MaxWaitMs) for new data. A partition with nothing carries empty,
+non-null records (librdkafka fails on null)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from muster.security.acl import Operation
+from muster.server import authz
+from muster.server.security import advertised_endpoint
+from muster.server.share_state import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    ShareSession,
+    ShareState,
+    next_epoch,
+)
+from muster.server.state import RequestContext
+from muster.share.partition import Batch
+
+_CONTROL = 0x20  # a batch's attributes bit: control (transaction markers)
+
+
+def _batches(data: bytes) -> list[tuple[Batch, int]]:
+    """(batch offsets, end byte) of each whole v2 batch in `data`."""
+    out = []
+    pos = 0
+    while pos + 61 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        attributes, last_delta = struct.unpack_from(">hi", data, pos + 21)
+        out.append((Batch(base, base + last_delta, bool(attributes & _CONTROL)), end))
+        pos = end
+    return out
+
+
+def _share(ctx: RequestContext) -> ShareState:
+    share = ctx.state.services.share
+    assert share is not None, "the share APIs are served only with muster.share.enable"
+    return share
+
+
+def _leader(ctx: RequestContext) -> dict[str, int]:
+    return {"leader_id": ctx.state.node_id, "leader_epoch": 0}
+
+
+def _endpoints(ctx: RequestContext) -> list[dict[str, Any]]:
+    host, port = advertised_endpoint(ctx.state, ctx.listener)
+    return [{"node_id": ctx.state.node_id, "host": host, "port": port, "rack": None}]
+
+
+def _session(share: ShareState, group: str, member: str, epoch: int) -> tuple[ShareSession | None, int]:
+    """The request's share session (made at epoch 0) and an error code."""
+    key = (group, member)
+    current = share.sessions.get(key)
+    if epoch == INITIAL_EPOCH:
+        if current is not None:
+            share.close_session(current)
+        session = share.sessions[key] = ShareSession(group, member)
+        return session, 0
+    if current is None:
+        return None, int(ErrorCode.share_session_not_found)
+    if epoch != FINAL_EPOCH and epoch != current.epoch:
+        return None, int(ErrorCode.invalid_share_session_epoch)
+    return current, 0
+
+
+def _acknowledge(
+    ctx: RequestContext, share: ShareState, session: ShareSession, topics: Any, now: int
+) -> dict[tuple[uuid.UUID, int], int]:
+    """Apply acknowledgement batches: (topic id, partition) -> error code."""
+    names = ctx.state.logs.names_by_id()
+    out: dict[tuple[uuid.UUID, int], int] = {}
+    for t in topics:
+        for p in t.partitions:
+            if not p.acknowledgement_batches:
+                continue
+            key = (t.topic_id, int(p.partition_index))
+            name = names.get(t.topic_id)
+            sp = share.partitions.get((session.group_id, *key))
+            if name is None:
+                out[key] = int(ErrorCode.unknown_topic_id)
+                continue
+            if sp is None:
+                out[key] = int(ErrorCode.invalid_record_state)
+                continue
+            error = 0
+            for b in p.acknowledgement_batches:
+                types = tuple(int(x) for x in b.acknowledge_types)
+                code = sp.acknowledge(session.member_id, int(b.first_offset), int(b.last_offset), types, now)
+                error = error or code
+            out[key] = error
+    return out
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _acquire(
+    ctx: RequestContext, share: ShareState, session: ShareSession, max_records: int, max_bytes: int
+) -> tuple[dict[tuple[uuid.UUID, int], dict[str, Any]], int, list[tuple[str, int]]]:
+    """One pass over the session's partitions: their entries, records acquired, keys to watch."""
+    state = ctx.state
+    names = state.logs.names_by_id()
+    now = _now_ms()
+    entries: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
+    taken = 0
+    watch: list[tuple[str, int]] = []
+    for tp in sorted(session.partitions):
+        entry = {"records": b"", "acquired_records": [], "error_code": 0}
+        entries[tp] = entry
+        name = names.get(tp[0])
+        plog = state.logs.get(name, tp[1]) if name else None
+        if plog is None:
+            entry["error_code"] = int(ErrorCode.unknown_topic_or_partition)
+            continue
+        if not authz.topic(ctx, Operation.READ, name):
+            entry["error_code"] = int(ErrorCode.topic_authorization_failed)
+            continue
+        watch.append((name, tp[1]))
+        visible = state.durability.visible_end(plog)
+        sp = share.partition(session.group_id, tp, plog.log_start_offset, visible)
+        sp.expire(now)
+        if taken >= max_records or max_bytes <= 0:
+            continue
+        start = sp.first_available()
+        if start is None or start >= visible:
+            continue
+        data = plog.read(start, max_bytes, upper=visible)
+        batches = _batches(data)
+        runs = sp.acquire(session.member_id, (b for b, _ in batches), start, max_records - taken, now)
+        if not runs:
+            continue
+        last = runs[-1][1]
+        cut = next(end for b, end in batches if b.last >= last)
+        entry["records"] = data[:cut]
+        max_bytes -= cut
+        entry["acquired_records"] = [
+            {"first_offset": f, "last_offset": la, "delivery_count": c} for f, la, c in runs
+        ]
+        taken += sum(la - f + 1 for f, la, _ in runs)
+    return entries, taken, watch
+
+
+async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    share = _share(ctx)
+    out: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "acquisition_lock_timeout": 0,
+        "responses": [],
+        "node_endpoints": [],
+    }
+    group, member = req.group_id or "", req.member_id or ""
+    if not authz.group(ctx, Operation.READ, group):
+        return {**out, "error_code": ErrorCode.group_authorization_failed}
+    epoch = int(req.share_session_epoch)
+    has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+    if epoch == INITIAL_EPOCH and has_acks:
+        return {**out, "error_code": ErrorCode.invalid_request}
+    session, error = _session(share, group, member, epoch)
+    if session is None:
+        return {**out, "error_code": error}
+    out["acquisition_lock_timeout"] = share.lock_duration(group)
+    acks = _acknowledge(ctx, share, session, req.topics, _now_ms())
+    if epoch == FINAL_EPOCH:
+        share.close_session(session)
+        return {**out, "responses": _responses(ctx, {}, acks)}
+    for t in req.topics:
+        for p in t.partitions:
+            session.partitions.add((t.topic_id, int(p.partition_index)))
+    for t in req.forgotten_topics_data:
+        for index in t.partitions:
+            session.partitions.discard((t.topic_id, int(index)))
+    session.epoch = next_epoch(epoch)
+    renew = bool(getattr(req, "is_renew_ack", False))
+    max_records = 0 if renew else max(1, int(req.max_records))
+    deadline = time.monotonic() + max(0.0, req.max_wait.total_seconds())
+    while True:
+        entries, taken, watch = _acquire(ctx, share, session, max_records, int(req.max_bytes))
+        remaining = deadline - time.monotonic()
+        if taken or renew or remaining <= 0 or not watch or acks:
+            break
+        event = asyncio.Event()
+        ctx.state.notifier.subscribe(watch, event)
+        try:
+            # a lock may expire meanwhile: look again within a second
+            await asyncio.wait_for(event.wait(), min(remaining, 1.0))
+        except TimeoutError:
+            pass
+        finally:
+            ctx.state.notifier.unsubscribe(watch, event)
+    out["responses"] = _responses(ctx, entries, acks)
+    if any(e["acquired_records"] for e in entries.values()):
+        out["node_endpoints"] = _endpoints(ctx)
+    return out
+
+
+def _responses(
+    ctx: RequestContext,
+    entries: dict[tuple[uuid.UUID, int], dict[str, Any]],
+    acks: dict[tuple[uuid.UUID, int], int],
+) -> list[dict[str, Any]]:
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for key in sorted(set(entries) | set(acks)):
+        entry = entries.get(key, {"records": b"", "acquired_records": [], "error_code": 0})
+        by_topic.setdefault(key[0], []).append(
+            {
+                "partition_index": key[1],
+                "error_code": entry["error_code"],
+                "error_message": None,
+                "acknowledge_error_code": acks.get(key, 0),
+                "acknowledge_error_message": None,
+                "current_leader": _leader(ctx),
+                "records": entry["records"],
+                "acquired_records": entry["acquired_records"],
+            }
+        )
+    return [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    share = _share(ctx)
+    out: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "acquisition_lock_timeout": 0,
+        "responses": [],
+        "node_endpoints": [],
+    }
+    group, member = req.group_id or "", req.member_id or ""
+    if not authz.group(ctx, Operation.READ, group):
+        return {**out, "error_code": ErrorCode.group_authorization_failed}
+    epoch = int(req.share_session_epoch)
+    if epoch == INITIAL_EPOCH:
+        return {**out, "error_code": ErrorCode.invalid_share_session_epoch}
+    session, error = _session(share, group, member, epoch)
+    if session is None:
+        return {**out, "error_code": error}
+    out["acquisition_lock_timeout"] = share.lock_duration(group)
+    acks = _acknowledge(ctx, share, session, req.topics, _now_ms())
+    if epoch == FINAL_EPOCH:
+        share.close_session(session)
+    else:
+        session.epoch = next_epoch(epoch)
+    out["responses"] = [
+        {
+            "topic_id": t,
+            "partitions": [
+                {
+                    "partition_index": i,
+                    "error_code": code,
+                    "error_message": None,
+                    "current_leader": _leader(ctx),
+                }
+                for (t2, i), code in sorted(acks.items())
+                if t2 == t
+            ],
+        }
+        for t in dict.fromkeys(t for t, _ in sorted(acks))
+    ]
+    return out

@@ -1,0 +1,208 @@
+"""One share partition: the records of one topic partition as one share
+group hands them out (Kafka's SharePartition), pure: time is an argument.
+
+Every offset in the in-flight window [spso, speo) has a state: AVAILABLE
+(may be handed out), ACQUIRED (locked to one member until its deadline),
+ACKNOWLEDGED (accepted) or ARCHIVED (rejected, past the delivery-count
+limit, or not a record: a control record). The share-partition start
+offset (SPSO) moves over the finished prefix; the end (SPEO) is the first
+offset never handed out. Each hand-out counts a delivery; a record whose
+lock expires or that is released goes back to AVAILABLE unless it has had
+its deliveries, then it is ARCHIVED.
+
+State lives in memory in this slice (durability in `__share_group_state`
+is the next step; see SHARE_STATUS.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class RecordState(IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AckType(IntEnum):
+    """ShareAcknowledge's AcknowledgeTypes (v2 adds RENEW)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+@dataclass(slots=True)
+class InFlight:
+    state: RecordState = RecordState.AVAILABLE
+    delivery_count: int = 0
+    member: str = ""
+    deadline: int = 0  # lock deadline (ms) while ACQUIRED
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What acquiring needs of one log batch: its offsets and whether it is a control batch."""
+
+    base: int
+    last: int
+    control: bool = False
+
+
+INVALID_RECORD_STATE = 121
+INVALID_REQUEST = 42
+
+
+@dataclass
+class SharePartition:
+    spso: int
+    speo: int
+    delivery_limit: int = 5
+    lock_ms: int = 30000
+    max_locks: int = 2000
+    records: dict[int, InFlight] = field(default_factory=dict)
+
+    # ---- the window ---------------------------------------------------------
+
+    def expire(self, now: int) -> None:
+        """Locks past their deadline go back (or are archived at the limit)."""
+        for rec in self.records.values():
+            if rec.state is RecordState.ACQUIRED and rec.deadline <= now:
+                self._release(rec)
+        self._advance()
+
+    def first_available(self) -> int | None:
+        """Where the next hand-out starts: the first AVAILABLE offset in the
+        window, else the end (None: the window is full of locks)."""
+        for offset in range(self.spso, self.speo):
+            rec = self.records.get(offset)
+            if rec is not None and rec.state is RecordState.AVAILABLE:
+                return offset
+        return self.speo if self.speo - self.spso < self.max_locks else None
+
+    def acquire(
+        self, member: str, batches: Iterable[Batch], start: int, max_records: int, now: int
+    ) -> list[tuple[int, int, int]]:
+        """Hand out up to `max_records` records of `batches` (read from `start`)
+        to `member`: [(first, last, delivery count)], contiguous runs with one count."""
+        runs: list[tuple[int, int, int]] = []
+        taken = 0
+        for batch in batches:
+            if taken >= max_records:
+                break
+            for offset in range(max(batch.base, start, self.spso), batch.last + 1):
+                if offset >= self.speo:
+                    if offset - self.spso >= self.max_locks:
+                        break
+                    # offsets the log no longer has (compacted) are finished
+                    for gone in range(self.speo, offset):
+                        self.records[gone] = InFlight(RecordState.ARCHIVED)
+                    self.speo = offset + 1
+                    self.records[offset] = InFlight()
+                    if batch.control:  # a marker is no record: finished at once
+                        self.records[offset].state = RecordState.ARCHIVED
+                        continue
+                if taken >= max_records:
+                    break
+                rec = self.records.get(offset)
+                if batch.control or rec is None or rec.state is not RecordState.AVAILABLE:
+                    continue
+                rec.state = RecordState.ACQUIRED
+                rec.delivery_count += 1
+                rec.member = member
+                rec.deadline = now + self.lock_ms
+                taken += 1
+                if runs and runs[-1][1] == offset - 1 and runs[-1][2] == rec.delivery_count:
+                    runs[-1] = (runs[-1][0], offset, rec.delivery_count)
+                else:
+                    runs.append((offset, offset, rec.delivery_count))
+        self._advance()
+        return runs
+
+    # ---- acknowledgements --------------------------------------------------
+
+    def acknowledge(
+        self, member: str, first: int, last: int, types: tuple[int, ...], now: int
+    ) -> int:
+        """One acknowledgement batch: one type for the range, or one per
+        offset. Returns an error code (0: done). Nothing changes on an error."""
+        if last < first or (len(types) not in (1, last - first + 1)):
+            return INVALID_REQUEST
+        if any(t not in AckType._value2member_map_ for t in types):
+            return INVALID_REQUEST
+        pairs = list(zip(range(first, last + 1), _types(types, last - first + 1), strict=True))
+        for offset, kind in pairs:
+            rec = self.records.get(offset)
+            if offset < self.spso:
+                if kind == AckType.GAP:
+                    continue
+                return INVALID_RECORD_STATE
+            if rec is None:
+                return INVALID_RECORD_STATE
+            if kind == AckType.GAP:
+                continue
+            if rec.state is not RecordState.ACQUIRED or rec.member != member:
+                return INVALID_RECORD_STATE
+        for offset, kind in pairs:
+            rec = self.records.get(offset)
+            if rec is None or offset < self.spso:
+                continue
+            if kind == AckType.GAP:
+                if rec.state in (RecordState.ACQUIRED, RecordState.AVAILABLE):
+                    rec.state = RecordState.ARCHIVED
+            elif kind == AckType.ACCEPT:
+                rec.state = RecordState.ACKNOWLEDGED
+            elif kind == AckType.RELEASE:
+                self._release(rec)
+            elif kind == AckType.REJECT:
+                rec.state = RecordState.ARCHIVED
+            elif kind == AckType.RENEW:
+                rec.deadline = now + self.lock_ms
+        self._advance()
+        return 0
+
+    def release_member(self, member: str) -> None:
+        """A member's share session ended: its locks go back (Kafka's
+        releaseAcquiredRecords on session close)."""
+        for rec in self.records.values():
+            if rec.state is RecordState.ACQUIRED and rec.member == member:
+                self._release(rec)
+        self._advance()
+
+    # ---- inspection --------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        out = {s.name.lower(): 0 for s in RecordState}
+        for rec in self.records.values():
+            out[rec.state.name.lower()] += 1
+        return out
+
+    def acquired(self) -> Iterator[tuple[int, InFlight]]:
+        return ((o, r) for o, r in self.records.items() if r.state is RecordState.ACQUIRED)
+
+    # ---- internals ---------------------------------------------------------
+
+    def _release(self, rec: InFlight) -> None:
+        rec.member = ""
+        rec.deadline = 0
+        done = rec.delivery_count >= self.delivery_limit
+        rec.state = RecordState.ARCHIVED if done else RecordState.AVAILABLE
+
+    def _advance(self) -> None:
+        """The SPSO moves over the finished prefix (never back)."""
+        while self.spso < self.speo:
+            rec = self.records.get(self.spso)
+            if rec is None or rec.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            del self.records[self.spso]
+            self.spso += 1
+
+
+def _types(types: tuple[int, ...], n: int) -> tuple[int, ...]:
+    return types if len(types) == n else types * n
