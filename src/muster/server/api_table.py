@@ -124,6 +124,29 @@ SHARE_ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(77, "ShareGroupDescribe", 1, 1, "share_groups:handle_share_group_describe"),
     ApiEntry(78, "ShareFetch", 1, 2, "share_fetch:handle_share_fetch"),
     ApiEntry(79, "ShareAcknowledge", 1, 2, "share_fetch:handle_share_acknowledge"),
+    ApiEntry(
+        90,
+        "DescribeShareGroupOffsets",
+        0,
+        1,
+        "share_offsets:handle_describe_share_group_offsets",
+    ),
+    ApiEntry(
+        91,
+        "AlterShareGroupOffsets",
+        0,
+        0,
+        "share_offsets:handle_alter_share_group_offsets",
+        serial=True,
+    ),
+    ApiEntry(
+        92,
+        "DeleteShareGroupOffsets",
+        0,
+        0,
+        "share_offsets:handle_delete_share_group_offsets",
+        serial=True,
+    ),
 )
 
 
