@@ -75,7 +75,10 @@ def main() -> int:
     out_dir = REPO / "conformance" / "results" / time.strftime("%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / f"franz-go-{args.broker}.log"
-    with tempfile.TemporaryDirectory(prefix="kgo-") as tmp, broker(args.broker, Path(tmp), args.share) as seeds:
+    with (
+        tempfile.TemporaryDirectory(prefix="kgo-") as tmp,
+        broker(args.broker, Path(tmp), args.share) as seeds,
+    ):
         env = {
             **os.environ,
             "KGO_SEEDS": seeds,

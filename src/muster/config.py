@@ -263,7 +263,7 @@ ALIASES: dict[str, tuple[str, int]] = {
 
 
 def did_you_mean(name: str, known: Iterable[str] | None = None) -> str:
-    """" (did you mean 'x'?)" for the known property name closest to a
+    """ " (did you mean 'x'?)" for the known property name closest to a
     misspelt one, or "": by default among the broker's names (muster's and
     Kafka's alike); the CLI passes the client's."""
     import difflib

@@ -119,8 +119,8 @@ class Effects:
         "producer",
         "records",
         "replies",
-        "timers",
         "share_undo",
+        "timers",
         "undo",
     )
 

@@ -334,19 +334,23 @@ class CoordinatorShard:
         if self.loading:
             fx.reply(rid, rs.ListGroupsResponse(E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        groups = tuple(
-            admin.listing(g)
-            for g in self.store
-            if admin.listed(g, req.states_filter, req.types_filter)
-            and g.group_id not in self.store.consumer
-        ) + tuple(
-            rs.ListedGroup(g.group_id, consumer_describe.PROTOCOL_TYPE, g.state, "consumer")
-            for g in consumer.all_groups(self.store)
-            if consumer_describe.listed(g, req.states_filter, req.types_filter)
-        ) + tuple(
-            rs.ListedGroup(g.group_id, share_describe.PROTOCOL_TYPE, g.state, "share")
-            for g in self.store.share.values()
-            if share_describe.listed(g, req.states_filter, req.types_filter)
+        groups = (
+            tuple(
+                admin.listing(g)
+                for g in self.store
+                if admin.listed(g, req.states_filter, req.types_filter)
+                and g.group_id not in self.store.consumer
+            )
+            + tuple(
+                rs.ListedGroup(g.group_id, consumer_describe.PROTOCOL_TYPE, g.state, "consumer")
+                for g in consumer.all_groups(self.store)
+                if consumer_describe.listed(g, req.states_filter, req.types_filter)
+            )
+            + tuple(
+                rs.ListedGroup(g.group_id, share_describe.PROTOCOL_TYPE, g.state, "share")
+                for g in self.store.share.values()
+                if share_describe.listed(g, req.states_filter, req.types_filter)
+            )
         )
         fx.reply(rid, rs.ListGroupsResponse(E.NONE, groups))
 

@@ -221,9 +221,7 @@ class Broker:
         refused = self.admission.admit(host)
         if refused is not None:
             # one line per refusal, never rate-limited (muster.repeat_filter)
-            log.info(
-                "refused connection from %s: %s", host, refused, extra={"every_time": True}
-            )
+            log.info("refused connection from %s: %s", host, refused, extra={"every_time": True})
             writer.close()
             return
         task = asyncio.current_task()

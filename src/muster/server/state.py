@@ -16,10 +16,10 @@ from muster.server.fetch_sessions import FetchSessionCache
 
 if TYPE_CHECKING:  # the services' own modules import this one
     from muster.server.api_table import ApiEntry
-    from muster.server.share_state import ShareState
     from muster.server.group_runtime.runtime import GroupCoordinator
     from muster.server.metrics import BrokerMetrics
     from muster.server.security import BrokerSecurity
+    from muster.server.share_state import ShareState
     from muster.server.transactions import TransactionCoordinator
 
 

@@ -64,7 +64,9 @@ def _endpoints(ctx: RequestContext) -> list[dict[str, Any]]:
     return [{"node_id": ctx.state.node_id, "host": host, "port": port, "rack": None}]
 
 
-def _session(share: ShareState, group: str, member: str, epoch: int) -> tuple[ShareSession | None, int]:
+def _session(
+    share: ShareState, group: str, member: str, epoch: int
+) -> tuple[ShareSession | None, int]:
     """The request's share session (made at epoch 0) and an error code."""
     key = (group, member)
     current = share.sessions.get(key)
@@ -102,7 +104,9 @@ def _acknowledge(
             error = 0
             for b in p.acknowledgement_batches:
                 types = tuple(int(x) for x in b.acknowledge_types)
-                code = sp.acknowledge(session.member_id, int(b.first_offset), int(b.last_offset), types, now)
+                code = sp.acknowledge(
+                    session.member_id, int(b.first_offset), int(b.last_offset), types, now
+                )
                 error = error or code
             out[key] = error
     return out
@@ -144,7 +148,9 @@ def _acquire(
             continue
         data = plog.read(start, max_bytes, upper=visible)
         batches = _batches(data)
-        runs = sp.acquire(session.member_id, (b for b, _ in batches), start, max_records - taken, now)
+        runs = sp.acquire(
+            session.member_id, (b for b, _ in batches), start, max_records - taken, now
+        )
         if not runs:
             continue
         last = runs[-1][1]

@@ -49,7 +49,9 @@ async def _group_error(ctx: RequestContext, group: str, need_empty: bool) -> int
 def _lag(sp: SharePartition, high_watermark: int) -> int:
     """Records not yet done: from the SPSO to the end, less those finished in the window."""
     finished = sum(
-        1 for r in sp.records.values() if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+        1
+        for r in sp.records.values()
+        if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
     )
     return max(0, high_watermark - sp.spso - finished)
 
@@ -61,7 +63,9 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
     for g in req.groups:
         error = await _group_error(ctx, g.group_id, need_empty=False)
         if error and error != int(ErrorCode.group_id_not_found):
-            groups.append({"group_id": g.group_id, "topics": [], "error_code": error, "error_message": None})
+            groups.append(
+                {"group_id": g.group_id, "topics": [], "error_code": error, "error_message": None}
+            )
             continue
         names = logs.names_by_id()
         if g.topics is None:  # every partition the group has state for
@@ -76,7 +80,14 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
             info = logs.topic(name)
             parts = []
             for index in indexes:
-                entry = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0, "error_message": None}
+                entry = {
+                    "partition_index": index,
+                    "start_offset": -1,
+                    "leader_epoch": -1,
+                    "lag": -1,
+                    "error_code": 0,
+                    "error_message": None,
+                }
                 plog = logs.get(name, index) if info is not None else None
                 if plog is None:
                     entry["error_code"] = int(ErrorCode.unknown_topic_or_partition)
@@ -86,14 +97,27 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
                         hw = ctx.state.durability.visible_end(plog)
                         entry.update(start_offset=sp.spso, leader_epoch=0, lag=_lag(sp, hw))
                 parts.append(entry)
-            topics.append({"topic_name": name, "topic_id": info.topic_id if info else None, "partitions": parts})
-        groups.append({"group_id": g.group_id, "topics": topics, "error_code": 0, "error_message": None})
+            topics.append(
+                {
+                    "topic_name": name,
+                    "topic_id": info.topic_id if info else None,
+                    "partitions": parts,
+                }
+            )
+        groups.append(
+            {"group_id": g.group_id, "topics": topics, "error_code": 0, "error_message": None}
+        )
     return {"throttle_time": 0, "groups": groups}
 
 
 async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     share = _share(ctx)
-    out: dict[str, Any] = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": []}
+    out: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "responses": [],
+    }
     error = await _group_error(ctx, req.group_id, need_empty=True)
     if error and error != int(ErrorCode.group_id_not_found):
         return {**out, "error_code": error}
@@ -110,18 +134,31 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
             else:
                 start = int(p.start_offset)
                 share.partitions[(req.group_id, info.topic_id, index)] = SharePartition(
-                    start, start, share.delivery_limit, share.lock_duration(req.group_id), share.max_locks
+                    start,
+                    start,
+                    share.delivery_limit,
+                    share.lock_duration(req.group_id),
+                    share.max_locks,
                 )
             parts.append({"partition_index": index, "error_code": code, "error_message": None})
         out["responses"].append(
-            {"topic_name": t.topic_name, "topic_id": info.topic_id if info else None, "partitions": parts}
+            {
+                "topic_name": t.topic_name,
+                "topic_id": info.topic_id if info else None,
+                "partitions": parts,
+            }
         )
     return out
 
 
 async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     share = _share(ctx)
-    out: dict[str, Any] = {"throttle_time": 0, "error_code": 0, "error_message": None, "responses": []}
+    out: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "responses": [],
+    }
     error = await _group_error(ctx, req.group_id, need_empty=True)
     if error and error != int(ErrorCode.group_id_not_found):
         return {**out, "error_code": error}
@@ -130,9 +167,16 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> di
         info = logs.topic(t.topic_name)
         code = 0 if info is not None else int(ErrorCode.unknown_topic_or_partition)
         if info is not None:
-            for key in [k for k in share.partitions if k[0] == req.group_id and k[1] == info.topic_id]:
+            for key in [
+                k for k in share.partitions if k[0] == req.group_id and k[1] == info.topic_id
+            ]:
                 del share.partitions[key]
         out["responses"].append(
-            {"topic_name": t.topic_name, "topic_id": info.topic_id if info else None, "error_code": code, "error_message": None}
+            {
+                "topic_name": t.topic_name,
+                "topic_id": info.topic_id if info else None,
+                "error_code": code,
+                "error_message": None,
+            }
         )
     return out

@@ -70,9 +70,13 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
     if req.member_epoch < LEAVE_EPOCH:
         return _error(fx, rid, E.INVALID_REQUEST, "MemberEpoch is invalid.")
     if req.member_epoch == 0 and not req.subscribed_topic_names:
-        return _error(fx, rid, E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        return _error(
+            fx, rid, E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request."
+        )
     classic = store.get(gid)
-    if gid not in store.share and (gid in store.consumer or (classic is not None and bool(classic.members))):
+    if gid not in store.share and (
+        gid in store.consumer or (classic is not None and bool(classic.members))
+    ):
         return _error(fx, rid, E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
     group = store.share.get(gid)
     member = None if group is None else group.members.get(mid)
@@ -83,11 +87,17 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
         return None
     if req.member_epoch != 0:
         if member is None:
-            return _error(fx, rid, E.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}.")
+            return _error(
+                fx, rid, E.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}."
+            )
         if req.member_epoch != member.member_epoch:
-            return _error(fx, rid, E.FENCED_MEMBER_EPOCH, "The share group member has a smaller member epoch.")
+            return _error(
+                fx, rid, E.FENCED_MEMBER_EPOCH, "The share group member has a smaller member epoch."
+            )
     elif group is not None and member is None and len(group.members) >= store.cfg.share_max_size:
-        return _error(fx, rid, E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity.")
+        return _error(
+            fx, rid, E.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum capacity."
+        )
     # transient: what a session timer retargets against
     store.share_topics[gid] = req.topics
     if group is None:
@@ -103,7 +113,12 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
         req.rack_id, req.client_id, req.client_host, tuple(sorted(subscribed))
     )
     old = member
-    if old is None or (old.rack_id, old.client_id, old.client_host, tuple(sorted(old.subscribed))) != (
+    if old is None or (
+        old.rack_id,
+        old.client_id,
+        old.client_host,
+        tuple(sorted(old.subscribed)),
+    ) != (
         new_meta.rack_id,
         new_meta.client_id,
         new_meta.client_host,
@@ -114,7 +129,11 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
     member = group.members[mid]
     sent: Assignment | None = None
     target = group.target.get(mid, {})
-    if member.member_epoch != group.assignment_epoch or member.assigned != target or req.member_epoch == 0:
+    if (
+        member.member_epoch != group.assignment_epoch
+        or member.assigned != target
+        or req.member_epoch == 0
+    ):
         if member.member_epoch != group.assignment_epoch or member.assigned != target:
             write(
                 store,
@@ -199,4 +218,6 @@ def arm_timers(store: GroupStore, fx: Effects) -> None:
     """After a load every member gets a fresh session (Kafka does likewise)."""
     for group in store.share.values():
         for mid in group.members:
-            fx.schedule(session_key(group.group_id, mid), fx.now + store.cfg.share_session_timeout_ms)
+            fx.schedule(
+                session_key(group.group_id, mid), fx.now + store.cfg.share_session_timeout_ms
+            )
