@@ -11,13 +11,13 @@ non-null records (librdkafka fails on null)."""
 from __future__ import annotations
 
 import asyncio
-import struct
 import time
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.records.v2 import iter_batches
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.security import advertised_endpoint
@@ -31,22 +31,10 @@ from muster.server.share_state import (
 from muster.server.state import RequestContext
 from muster.share.partition import Batch
 
-_CONTROL = 0x20  # a batch's attributes bit: control (transaction markers)
-
 
 def _batches(data: bytes) -> list[tuple[Batch, int]]:
-    """(batch offsets, end byte) of each whole v2 batch in `data`."""
-    out = []
-    pos = 0
-    while pos + 61 <= len(data):
-        base, length = struct.unpack_from(">qi", data, pos)
-        end = pos + 12 + length
-        if end > len(data):
-            break
-        attributes, last_delta = struct.unpack_from(">hi", data, pos + 21)
-        out.append((Batch(base, base + last_delta, bool(attributes & _CONTROL)), end))
-        pos = end
-    return out
+    """(batch offsets, end byte) of each whole batch in `data`."""
+    return [(Batch(h.base_offset, h.last_offset, h.is_control), h.end) for h in iter_batches(data)]
 
 
 def _share(ctx: RequestContext) -> ShareState:
