@@ -20,8 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from muster.records.consumer_group_records import TopicPartitions
-from muster.records.offsets_topic import SCHEMAS, RecordFormatError, Schema, decode, encode
+from muster.records.consumer_group_records import (
+    TOPIC_PARTITIONS,
+    TopicPartitions,
+    key_schema,
+    value_schema,
+)
+from muster.records.offsets_topic import SCHEMAS, RecordFormatError, decode, encode
 
 
 @dataclass(slots=True, frozen=True)
@@ -94,49 +99,40 @@ RECORD_TYPES: dict[int, tuple[type, type]] = {
 _KEY_TYPE = {key_cls: record_type for record_type, (key_cls, _) in RECORD_TYPES.items()}
 
 
-def _key(cls: type, record_type: int, *names: str) -> Schema:
-    fields = tuple((n, "string", 0, None, "") for n in names)
-    return Schema(cls.__name__, cls, record_type, record_type, fields)
-
-
-def _value(cls: type, *fields: tuple, tags: tuple[tuple[str, int], ...] = ()) -> Schema:
-    return Schema(cls.__name__, cls, 0, 0, fields, flexible_from=0, tags=tags)
-
-
-_TOPIC_PARTITIONS = ("[TopicPartitions]", 0, None, ())
-
 SCHEMAS.update(
     {
         s.name: s
         for s in (
-            _key(ShareGroupMemberMetadataKey, 10, "group_id", "member_id"),
-            _key(ShareGroupMetadataKey, 11, "group_id"),
-            _key(ShareGroupTargetAssignmentMetadataKey, 12, "group_id"),
-            _key(ShareGroupTargetAssignmentMemberKey, 13, "group_id", "member_id"),
-            _key(ShareGroupCurrentMemberAssignmentKey, 14, "group_id", "member_id"),
-            _value(
+            key_schema(ShareGroupMemberMetadataKey, 10, "group_id", "member_id"),
+            key_schema(ShareGroupMetadataKey, 11, "group_id"),
+            key_schema(ShareGroupTargetAssignmentMetadataKey, 12, "group_id"),
+            key_schema(ShareGroupTargetAssignmentMemberKey, 13, "group_id", "member_id"),
+            key_schema(ShareGroupCurrentMemberAssignmentKey, 14, "group_id", "member_id"),
+            value_schema(
                 ShareGroupMemberMetadataValue,
                 ("rack_id", "nullable_string", 0, None, None),
                 ("client_id", "string", 0, None, ""),
                 ("client_host", "string", 0, None, ""),
                 ("subscribed_topic_names", "[string]", 0, None, ()),
             ),
-            _value(
+            value_schema(
                 ShareGroupMetadataValue,
                 ("epoch", "int32", 0, None, 0),
                 ("metadata_hash", "int64", 0, None, 0),
                 tags=(("metadata_hash", 0),),
             ),
-            _value(
+            value_schema(
                 ShareGroupTargetAssignmentMetadataValue, ("assignment_epoch", "int32", 0, None, 0)
             ),
-            _value(ShareGroupTargetAssignmentMemberValue, ("topic_partitions", *_TOPIC_PARTITIONS)),
-            _value(
+            value_schema(
+                ShareGroupTargetAssignmentMemberValue, ("topic_partitions", *TOPIC_PARTITIONS)
+            ),
+            value_schema(
                 ShareGroupCurrentMemberAssignmentValue,
                 ("member_epoch", "int32", 0, None, 0),
                 ("previous_member_epoch", "int32", 0, None, 0),
                 ("state", "int8", 0, None, 0),
-                ("assigned_partitions", *_TOPIC_PARTITIONS),
+                ("assigned_partitions", *TOPIC_PARTITIONS),
             ),
         )
     }

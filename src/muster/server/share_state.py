@@ -81,17 +81,21 @@ class ShareState:
     ) -> SharePartition:
         """The group's share partition, made on first use with its SPSO from
         `share.auto.offset.reset` (once, as Kafka initialises it)."""
-        key = (group_id, *tp)
-        sp = self.partitions.get(key)
+        sp = self.partitions.get((group_id, *tp))
         if sp is None:
             reset = self.group_config(group_id, "share.auto.offset.reset")
-            start = log_start if reset == "earliest" else high_watermark
-            sp = self.partitions[key] = SharePartition(
-                start, start, self.delivery_limit, self.lock_duration(group_id), self.max_locks
-            )
+            sp = self.reset(group_id, tp, log_start if reset == "earliest" else high_watermark)
         if sp.speo < log_start:  # records deleted under the window: skip them
             sp.records.clear()
             sp.spso = sp.speo = log_start
+        return sp
+
+    def reset(self, group_id: str, tp: TopicPartition, start: int) -> SharePartition:
+        """The group's share partition starts afresh at `start` (made on first
+        use, or AlterShareGroupOffsets): nothing in flight."""
+        sp = self.partitions[(group_id, *tp)] = SharePartition(
+            start, start, self.delivery_limit, self.lock_duration(group_id), self.max_locks
+        )
         return sp
 
     def close_session(self, session: ShareSession) -> None:

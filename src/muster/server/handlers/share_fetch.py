@@ -152,7 +152,13 @@ def _acquire(
     return entries, taken, watch
 
 
-async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def _begin(
+    ctx: RequestContext, req: Any, initial_error: int | None
+) -> tuple[dict[str, Any], ShareSession | None]:
+    """What ShareFetch and ShareAcknowledge check first: the group's ACL, the
+    session epoch (`initial_error`: the answer to epoch 0, None if allowed)
+    and the session. Returns the answer so far and the session (None: the
+    answer is an error)."""
     share = _share(ctx)
     out: dict[str, Any] = {
         "throttle_time": 0,
@@ -164,15 +170,25 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     }
     group, member = req.group_id or "", req.member_id or ""
     if not authz.group(ctx, Operation.READ, group):
-        return {**out, "error_code": ErrorCode.group_authorization_failed}
+        return {**out, "error_code": ErrorCode.group_authorization_failed}, None
     epoch = int(req.share_session_epoch)
-    has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
-    if epoch == INITIAL_EPOCH and has_acks:
-        return {**out, "error_code": ErrorCode.invalid_request}
+    if epoch == INITIAL_EPOCH and initial_error is not None:
+        return {**out, "error_code": initial_error}, None
     session, error = _session(share, group, member, epoch)
     if session is None:
-        return {**out, "error_code": error}
+        return {**out, "error_code": error}, None
     out["acquisition_lock_timeout"] = share.lock_duration(group)
+    return out, session
+
+
+async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    share = _share(ctx)
+    has_acks = any(p.acknowledgement_batches for t in req.topics for p in t.partitions)
+    # acknowledgements on a session's first fetch are refused
+    out, session = _begin(ctx, req, int(ErrorCode.invalid_request) if has_acks else None)
+    if session is None:
+        return out
+    epoch = int(req.share_session_epoch)
     acks = _acknowledge(ctx, share, session, req.topics, _now_ms())
     if epoch == FINAL_EPOCH:
         share.close_session(session)
@@ -232,24 +248,11 @@ def _responses(
 
 async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> dict[str, Any]:
     share = _share(ctx)
-    out: dict[str, Any] = {
-        "throttle_time": 0,
-        "error_code": 0,
-        "error_message": None,
-        "acquisition_lock_timeout": 0,
-        "responses": [],
-        "node_endpoints": [],
-    }
-    group, member = req.group_id or "", req.member_id or ""
-    if not authz.group(ctx, Operation.READ, group):
-        return {**out, "error_code": ErrorCode.group_authorization_failed}
-    epoch = int(req.share_session_epoch)
-    if epoch == INITIAL_EPOCH:
-        return {**out, "error_code": ErrorCode.invalid_share_session_epoch}
-    session, error = _session(share, group, member, epoch)
+    # a session opens only with a fetch
+    out, session = _begin(ctx, req, int(ErrorCode.invalid_share_session_epoch))
     if session is None:
-        return {**out, "error_code": error}
-    out["acquisition_lock_timeout"] = share.lock_duration(group)
+        return out
+    epoch = int(req.share_session_epoch)
     acks = _acknowledge(ctx, share, session, req.topics, _now_ms())
     if epoch == FINAL_EPOCH:
         share.close_session(session)

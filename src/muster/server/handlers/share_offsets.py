@@ -110,17 +110,26 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
     return {"throttle_time": 0, "groups": groups}
 
 
-async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    share = _share(ctx)
+async def _changing(ctx: RequestContext, group: str) -> dict[str, Any]:
+    """The answer so far of a request that changes the group's offsets: an
+    error unless the group is empty (or not made yet)."""
     out: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
         "responses": [],
     }
-    error = await _group_error(ctx, req.group_id, need_empty=True)
+    error = await _group_error(ctx, group, need_empty=True)
     if error and error != int(ErrorCode.group_id_not_found):
-        return {**out, "error_code": error}
+        out["error_code"] = error
+    return out
+
+
+async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    share = _share(ctx)
+    out = await _changing(ctx, req.group_id)
+    if out["error_code"]:
+        return out
     logs = ctx.state.logs
     for t in req.topics:
         info = logs.topic(t.topic_name)
@@ -132,14 +141,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
             if plog is None:
                 code = int(ErrorCode.unknown_topic_or_partition)
             else:
-                start = int(p.start_offset)
-                share.partitions[(req.group_id, info.topic_id, index)] = SharePartition(
-                    start,
-                    start,
-                    share.delivery_limit,
-                    share.lock_duration(req.group_id),
-                    share.max_locks,
-                )
+                share.reset(req.group_id, (info.topic_id, index), int(p.start_offset))
             parts.append({"partition_index": index, "error_code": code, "error_message": None})
         out["responses"].append(
             {
@@ -153,15 +155,9 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
 
 async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> dict[str, Any]:
     share = _share(ctx)
-    out: dict[str, Any] = {
-        "throttle_time": 0,
-        "error_code": 0,
-        "error_message": None,
-        "responses": [],
-    }
-    error = await _group_error(ctx, req.group_id, need_empty=True)
-    if error and error != int(ErrorCode.group_id_not_found):
-        return {**out, "error_code": error}
+    out = await _changing(ctx, req.group_id)
+    if out["error_code"]:
+        return out
     logs = ctx.state.logs
     for t in req.topics:
         info = logs.topic(t.topic_name)
