@@ -91,6 +91,12 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
         api_version=ctx.api_version,
         topics=TopicImage(ctx.state.logs),
     )
+    return await heartbeat(ctx, req.group_id, core)
+
+
+async def heartbeat(ctx: RequestContext, group_id: str, core: Any) -> dict[str, Any]:
+    """A consumer or share group heartbeat (their answers have one shape):
+    the group's ACL, the core's answer, the assignment when it is sent."""
     out: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": 0,
@@ -100,10 +106,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
         "heartbeat_interval": 0,
         "assignment": None,
     }
-    if not authz.group(ctx, Operation.READ, req.group_id):
+    if not authz.group(ctx, Operation.READ, group_id):
         return {**out, "error_code": GROUP_DENIED}
     try:
-        resp = await _coordinator(ctx).call(req.group_id, core)
+        resp = await _coordinator(ctx).call(group_id, core)
     except CoordinatorLoading:
         return {**out, "error_code": LOADING}
     out.update(

@@ -16,6 +16,7 @@ from muster.server.handlers.consumer_groups import (
     LOADING,
     TopicImage,
     _coordinator,
+    heartbeat,
 )
 from muster.server.state import RequestContext
 
@@ -33,35 +34,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> dict[st
         client_host="/" + ctx.client_host,
         topics=TopicImage(ctx.state.logs),
     )
-    out: dict[str, Any] = {
-        "throttle_time": 0,
-        "error_code": 0,
-        "error_message": None,
-        "member_id": None,
-        "member_epoch": 0,
-        "heartbeat_interval": 0,
-        "assignment": None,
-    }
-    if not authz.group(ctx, Operation.READ, req.group_id):
-        return {**out, "error_code": GROUP_DENIED}
-    try:
-        resp = await _coordinator(ctx).call(req.group_id, core)
-    except CoordinatorLoading:
-        return {**out, "error_code": LOADING}
-    out.update(
-        error_code=resp.error_code,
-        error_message=resp.error_message,
-        member_id=resp.member_id,
-        member_epoch=resp.member_epoch,
-        heartbeat_interval=resp.heartbeat_interval_ms,
-    )
-    if resp.assignment is not None:
-        out["assignment"] = {
-            "topic_partitions": [
-                {"topic_id": t, "partitions": list(ps)} for t, ps in resp.assignment
-            ]
-        }
-    return out
+    return await heartbeat(ctx, req.group_id, core)
 
 
 async def handle_share_group_describe(ctx: RequestContext, req: Any) -> dict[str, Any]:
