@@ -18,9 +18,9 @@ from tests.support.java import run_program
 EXPECTED = {
     "implicit_distinct": 100,
     "implicit_deliveries": 100,
-    "explicit_accepted": 99,
-    "redelivered_is_released": True,
-    "redelivery_counts": [2],
+    "explicit_accepted": 100,
+    "other_deliveries": 99,
+    "released_delivery_counts": [1, 2],
 }
 
 
