@@ -92,3 +92,15 @@ def test_a_failed_append_restores_the_group(h: Harness) -> None:
     assert set(h.shard.store.share["g"].members) == {"a", "b"}  # applied when written
     h.flush(error=E.NOT_COORDINATOR)
     assert set(h.shard.store.share["g"].members) == {"a"}
+
+
+def test_offsets_change_needs_an_empty_share_group(h: Harness) -> None:
+    from muster.coordinator.groups.share.api import ShareOffsetsChange
+
+    # an unknown id becomes an empty share group, as Kafka makes one
+    assert h.reply(h.send(ShareOffsetsChange("g"))).error_code == E.NONE
+    assert h.shard.store.share["g"].state == "Empty"
+    hb(h, "a", 0)
+    assert h.reply(h.send(ShareOffsetsChange("g"))).error_code == E.NON_EMPTY_GROUP
+    h.form(1, group="c")
+    assert h.reply(h.send(ShareOffsetsChange("c"))).error_code == E.GROUP_ID_NOT_FOUND

@@ -32,7 +32,12 @@ from muster.coordinator.groups.consumer.api import (
     ConsumerGroupHeartbeatResponse,
 )
 from muster.coordinator.groups.share import heartbeat as share_heartbeat
-from muster.coordinator.groups.share.api import ShareGroupHeartbeat, ShareGroupHeartbeatResponse
+from muster.coordinator.groups.share.api import (
+    ShareGroupHeartbeat,
+    ShareGroupHeartbeatResponse,
+    ShareOffsetsChange,
+    ShareOffsetsChangeResponse,
+)
 from muster.coordinator.groups.store import CLASSIC, CONSUMER, SHARE, GroupStore
 from muster.coordinator.offsets.manager import commit_response
 
@@ -97,6 +102,10 @@ def _refuse_share_heartbeat(fx: Effects, rid: int, req: ShareGroupHeartbeat, err
     fx.reply(rid, ShareGroupHeartbeatResponse(error))
 
 
+def _refuse_offsets_change(fx: Effects, rid: int, req: ShareOffsetsChange, error: int) -> None:
+    fx.reply(rid, ShareOffsetsChangeResponse(error))
+
+
 def _not_share(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
     """A request of a share group's member for a consumer group's id."""
     msg = f"Group {req.group_id} is not a share group."
@@ -121,6 +130,7 @@ REFUSALS: dict[type, Refusal] = {
     rq.OffsetDelete: _refuse_offset_delete,
     ConsumerGroupHeartbeat: _refuse_consumer_heartbeat,
     ShareGroupHeartbeat: _refuse_share_heartbeat,
+    ShareOffsetsChange: _refuse_offsets_change,
 }
 
 
@@ -226,6 +236,9 @@ GROUP_ROWS: dict[tuple[str, type], Row] = {
     (CLASSIC, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
     (CONSUMER, ShareGroupHeartbeat): _not_share,
     (SHARE, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
+    (CLASSIC, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    (CONSUMER, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    (SHARE, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
     **{
         (SHARE, t): _share_only
         for t in (

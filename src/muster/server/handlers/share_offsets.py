@@ -10,7 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from muster.coordinator.groups.share.api import ShareGroupDescribe
+from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareOffsetsChange
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.group_runtime.runtime import CoordinatorLoading
@@ -27,23 +27,24 @@ def _share(ctx: RequestContext) -> ShareState:
 
 
 async def _group_error(ctx: RequestContext, group: str, need_empty: bool) -> int:
-    """Why the group's offsets cannot be read or changed now (0: they can)."""
-    if not authz.group(ctx, Operation.READ if not need_empty else Operation.DELETE, group):
+    """Why the group's offsets cannot be read (or, `need_empty`, changed:
+    the core makes an unknown id an empty share group) now; 0: they can."""
+    op = Operation.DELETE if need_empty else Operation.DESCRIBE
+    if not authz.group(ctx, op, group):
         return int(ErrorCode.group_authorization_failed)
+    request: Any = ShareOffsetsChange(group) if need_empty else ShareGroupDescribe((group,))
     try:
-        resp = await _coordinator(ctx).call(group, ShareGroupDescribe((group,)))
+        resp = await _coordinator(ctx).call(group, request)
     except CoordinatorLoading:
         return int(ErrorCode.coordinator_load_in_progress)
+    if need_empty:
+        return int(resp.error_code)
     described = resp.groups[0]
     code = int(described["error_code"])
     if code == int(ErrorCode.group_id_not_found):
-        # no share group yet: fine, unless the id is another kind's
+        # no share group yet: nothing to describe but no error, unless the id is another kind's
         return code if "not a share group" in (described["error_message"] or "") else 0
-    if code:
-        return code
-    if need_empty and described["members"]:
-        return int(ErrorCode.non_empty_group)
-    return 0
+    return code
 
 
 def _lag(sp: SharePartition, high_watermark: int) -> int:
@@ -119,9 +120,7 @@ async def _changing(ctx: RequestContext, group: str) -> dict[str, Any]:
         "error_message": None,
         "responses": [],
     }
-    error = await _group_error(ctx, group, need_empty=True)
-    if error and error != int(ErrorCode.group_id_not_found):
-        out["error_code"] = error
+    out["error_code"] = await _group_error(ctx, group, need_empty=True)
     return out
 
 

@@ -47,3 +47,18 @@ class ShareGroupDescribe:
 @dataclass(frozen=True)
 class ShareGroupDescribeResponse:
     groups: tuple[dict[str, Any], ...]  # kio's DescribedGroup fields
+
+
+@dataclass(frozen=True)
+class ShareOffsetsChange:
+    """Alter/DeleteShareGroupOffsets ask first: may this group's start
+    offsets change? Only an empty share group's may; an id nobody holds
+    becomes an empty share group (as Kafka makes one)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ShareOffsetsChangeResponse:
+    error_code: int
+    error_message: str | None = None

@@ -18,6 +18,8 @@ from muster.coordinator.groups.share.api import (
     Assignment,
     ShareGroupHeartbeat,
     ShareGroupHeartbeatResponse,
+    ShareOffsetsChange,
+    ShareOffsetsChangeResponse,
 )
 from muster.coordinator.groups.share.group import (
     ShareGroup,
@@ -157,6 +159,31 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
         ),
     )
     return None
+
+
+def handle_offsets_change(
+    store: GroupStore, fx: Effects, rid: int, req: ShareOffsetsChange
+) -> None:
+    """The share kind's row (and an unused id's) for Alter/DeleteShareGroupOffsets."""
+    gid = req.group_id
+    classic = store.get(gid)
+    if gid not in store.share and (
+        gid in store.consumer or (classic is not None and bool(classic.members))
+    ):
+        fx.reply(
+            rid,
+            ShareOffsetsChangeResponse(E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group."),
+        )
+        return
+    group = store.share.get(gid)
+    if group is not None and group.members:
+        fx.reply(
+            rid, ShareOffsetsChangeResponse(E.NON_EMPTY_GROUP, f"Share group {gid} is not empty.")
+        )
+        return
+    if group is None:
+        write(store, fx, ShareGroupMetadataKey(gid), ShareGroupMetadataValue(0))
+    fx.reply(rid, ShareOffsetsChangeResponse(E.NONE))
 
 
 def _retarget(store: GroupStore, fx: Effects, group: ShareGroup, topics: object) -> None:
