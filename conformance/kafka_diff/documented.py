@@ -68,6 +68,16 @@ DOCUMENTED: list[tuple[str, str, str]] = [
     ("*", "*:unsupported-by-kafka", "D2 a version Kafka 4 removed (KIP-896), muster serves"),
     ("malformed.api_versions_v99_no_tags", "*", "D3 lenient KIP-511 answer"),
     ("consumer.*", "*_epoch", "D4 Kafka's epochs run ahead (asynchronous assignment)"),
+    (
+        "share_groups.*",
+        "*_epoch",
+        "D12 share groups: Kafka assigns once share state is initialised",
+    ),
+    (
+        "share_groups.*",
+        "*:join.assignment*",
+        "D12 share groups: Kafka assigns once share state is initialised",
+    ),
     ("consumer.join_leave_v0", "*member_id", "D5 server-generated member id format"),
     ("consumer.fencing_v0", "*member_id", "D5 server-generated member id format"),
     ("admin.config_names", "*", "D6 muster's config set is a subset"),

@@ -8,7 +8,9 @@ client asked for.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -60,6 +62,28 @@ def _asdict(obj: Any) -> dict[str, Any]:
 # ---- FindCoordinator ------------------------------------------------------
 
 
+def _share_key(key: str) -> str | None:
+    """The group of a share coordinator key "group:topicId:partition" (None:
+    malformed, as Kafka's SharePartitionKey.validate refuses it)."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return None
+    try:
+        uuid.UUID(parts[1]) if len(parts[1]) == 36 else _base64_uuid(parts[1])
+        int(parts[2])
+    except ValueError:
+        return None
+    return parts[0]
+
+
+def _base64_uuid(text: str) -> uuid.UUID:
+    """Kafka's Uuid.toString(): url-safe base64 of the 16 bytes, unpadded."""
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if len(raw) != 16:
+        raise ValueError(text)
+    return uuid.UUID(bytes=raw)
+
+
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, Any]:
     host, port = advertised_endpoint(ctx.state, ctx.listener)
     key_type = int(getattr(req, "key_type", GROUP_KEY))
@@ -69,7 +93,17 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
         if key_type == SHARE_KEY and 78 in ctx.state.services.api_table:
             # a share partition's key, "group:topicId:partition": its group's
             # coordinator serves it (one node: this one, once loaded)
-            group = key.rsplit(":", 2)[0] if key.count(":") >= 2 else key
+            parsed = _share_key(key)
+            if parsed is None:
+                return {
+                    "key": key,
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                    "error_code": ErrorCode.invalid_request,
+                    "error_message": f"Invalid coordinator key {key} for share group",
+                }
+            group = parsed
         elif key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "key": key,

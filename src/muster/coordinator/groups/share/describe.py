@@ -20,7 +20,7 @@ def not_found(group_id: str, message: str) -> dict[str, Any]:
         "error_code": E.GROUP_ID_NOT_FOUND,
         "error_message": message,
         "group_id": group_id,
-        "group_state": "Dead",
+        "group_state": "",  # Kafka 4.4 names no state for a group it does not hold
         "group_epoch": 0,
         "assignment_epoch": 0,
         "assignor_name": "",

@@ -88,6 +88,8 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
         fx.reply(rid, ShareGroupHeartbeatResponse(E.NONE, None, mid, LEAVE_EPOCH))
         return None
     if req.member_epoch != 0:
+        if group is None:  # Kafka: only a join makes the group
+            return _error(fx, rid, E.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
         if member is None:
             return _error(
                 fx, rid, E.UNKNOWN_MEMBER_ID, f"Member {mid} is not a member of group {gid}."

@@ -1,0 +1,72 @@
+"""ShareGroupHeartbeat / ShareGroupDescribe (KIP-932): join, the answer's
+shape, fencing, unknown members, an empty member id, a first heartbeat
+without topics, leave, and describing the group. muster serves them with
+`muster.share.enable=true` only (else every call here is `<unsupported>`)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from conformance.kafka_diff.helpers import create_topic
+from conformance.kafka_diff.registry import register
+from conformance.kafka_diff.session import Session
+
+SG_HEARTBEAT, SG_DESCRIBE = 76, 77
+
+
+def _hb(s: Session, label: str, group: str, member: str, epoch: int, topics: Any = None) -> Any:
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "rack_id": None,
+        "subscribed_topic_names": topics,
+    }
+    return s.call(SG_HEARTBEAT, 1, body, label)
+
+
+def join_describe_leave(s: Session) -> None:
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, topic, 2)
+    member = str(uuid.uuid4())
+    joined = _hb(s, "join", group, member, 0, [topic])
+    epoch = joined.get("member_epoch", 0) if isinstance(joined, dict) else 0
+    # Kafka 4.4 assigns a partition once its share state is initialised (off
+    # the heartbeat path): only the settled member is compared
+    for _ in range(100):
+        body = {
+            "group_id": group,
+            "member_id": member,
+            "member_epoch": epoch,
+            "rack_id": None,
+            "subscribed_topic_names": None,
+        }
+        a = s.call(SG_HEARTBEAT, 1, body, record=False)
+        if not isinstance(a, dict) or a["error_code"]:
+            break
+        epoch = a["member_epoch"]
+        if a["assignment"] and a["assignment"]["topic_partitions"]:
+            break
+        time.sleep(0.1)
+    body = {"group_ids": [group], "include_authorized_operations": False}
+    s.call(SG_DESCRIBE, 1, body, "describe")
+    _hb(s, "leave", group, member, -1)
+
+
+def errors(s: Session) -> None:
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, topic, 1)
+    member = str(uuid.uuid4())
+    _hb(s, "no_topics_first", group, member, 0)
+    _hb(s, "empty_member", group, "", 0, [topic])
+    _hb(s, "unknown_member", group, str(uuid.uuid4()), 1)
+    _hb(s, "join", group, member, 0, [topic])
+    _hb(s, "fenced", group, member, 7)
+    body = {"group_ids": [s.name("nope")], "include_authorized_operations": False}
+    s.call(SG_DESCRIBE, 1, body, "describe_unknown")
+
+
+register("share_groups", "join_describe_leave", join_describe_leave)
+register("share_groups", "errors", errors)
