@@ -28,6 +28,8 @@ def _hb(s: Session, label: str, group: str, member: str, epoch: int, topics: Any
 
 
 def join_describe_leave(s: Session) -> None:
+    if not s.supports(SG_HEARTBEAT, 1):
+        return
     topic, group = s.name("t"), s.name("g")
     create_topic(s, topic, 2)
     member = str(uuid.uuid4())
@@ -56,6 +58,8 @@ def join_describe_leave(s: Session) -> None:
 
 
 def errors(s: Session) -> None:
+    if not s.supports(SG_HEARTBEAT, 1):
+        return
     topic, group = s.name("t"), s.name("g")
     create_topic(s, topic, 1)
     member = str(uuid.uuid4())
