@@ -1,0 +1,144 @@
+"""Share groups (KIP-932) over a real socket, raw requests: served and
+advertised only with `muster.share.enable=true`; a member joins and is
+assigned; ShareFetch opens a session, initialises the share partition at the
+end (`share.auto.offset.reset` latest), hands out new records under locks
+with their AcquiredRecords ranges, answers a partition without records with
+empty, non-null Records; acknowledgements and the session-epoch errors are
+Kafka's."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.serial import entity_reader
+
+from muster.protocol.codec import build, request_schema, response_schema
+from tests.protocol.test_pipelining import frame, read_frame
+from tests.support.brokers import MusterProcess
+from tests.wire.clients import confluent_produce, create_topic
+
+HEARTBEAT, FETCH, ACK = 76, 78, 79
+INVALID_REQUEST, SESSION_NOT_FOUND, BAD_EPOCH, RECORD_STATE = 42, 122, 123, 121
+ACCEPT = 1
+
+
+@pytest.fixture(scope="module")
+def share_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
+    data: Path = tmp_path_factory.mktemp("share") / "data"
+    broker = MusterProcess(data, {"muster.fsync": "never", "muster.share.enable": "true"})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+class Conn:
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
+        self.correlation = 0
+
+    def call(self, api: int, version: int, body: dict[str, Any]) -> Any:
+        self.correlation += 1
+        request = build(request_schema(api, version), body)
+        self.sock.sendall(frame(api, version, self.correlation, request, flexible=True))
+        data = read_frame(self.sock)
+        # ApiVersions answers with header v0 (no tags): its body starts after the correlation id
+        return entity_reader(response_schema(api, version))(data, 4 if api == 18 else 5)[0]
+
+
+def _versions(conn: Conn) -> dict[int, tuple[int, int]]:
+    answer = conn.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+
+
+def _fetch(conn: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID, acks=()) -> Any:
+    partition = {"partition_index": 0, "acknowledgement_batches": list(acks)}
+    return conn.call(
+        FETCH,
+        2,
+        {
+            "group_id": group,
+            "member_id": member,
+            "share_session_epoch": epoch,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "max_records": 100,
+            "batch_size": 100,
+            "topics": [{"topic_id": topic_id, "partitions": [partition]}],
+            "forgotten_topics_data": [],
+        },
+    )
+
+
+def _ack(conn: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID, acks: list) -> Any:
+    partition = {"partition_index": 0, "acknowledgement_batches": acks}
+    return conn.call(
+        ACK,
+        2,
+        {
+            "group_id": group,
+            "member_id": member,
+            "share_session_epoch": epoch,
+            "topics": [{"topic_id": topic_id, "partitions": [partition]}],
+        },
+    )
+
+
+def test_share_apis_are_advertised_only_when_enabled(
+    shared_muster: MusterProcess, share_muster: MusterProcess
+) -> None:
+    off, on = _versions(Conn(shared_muster.port)), _versions(Conn(share_muster.port))
+    assert not {76, 77, 78, 79, 90, 91, 92} & set(off)
+    assert on[76] == (1, 1) and on[78] == (1, 2) and on[79] == (1, 2)
+
+
+def test_join_fetch_acknowledge(share_muster: MusterProcess) -> None:
+    topic, group, member = "share-wire", "share-wire-g", str(uuid.uuid4())
+    create_topic(share_muster.bootstrap, topic)
+    conn = Conn(share_muster.port)
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": [topic],
+    }
+    joined = conn.call(HEARTBEAT, 1, body)
+    assert joined.error_code == 0 and joined.member_epoch >= 1
+    (assigned,) = joined.assignment.topic_partitions
+    topic_id = assigned.topic_id
+    assert list(assigned.partitions) == [0]
+
+    # acknowledgements on a session's first fetch are refused
+    ack = {"first_offset": 0, "last_offset": 0, "acknowledge_types": [ACCEPT]}
+    assert _fetch(conn, group, member, 0, topic_id, [ack]).error_code == INVALID_REQUEST
+    assert _ack(conn, group, "nobody", 1, topic_id, [ack]).error_code == SESSION_NOT_FOUND
+    # latest: the share partition starts at the end, records come after
+    first = _fetch(conn, group, member, 0, topic_id)
+    (part,) = first.responses[0].partitions
+    assert first.error_code == 0 and part.records is not None and len(part.records) == 0
+    confluent_produce(share_muster.bootstrap, topic, [(0, None, b"x", [])] * 5)
+    got = _fetch(conn, group, member, 1, topic_id)
+    (part,) = got.responses[0].partitions
+    ranges = [
+        (int(r.first_offset), int(r.last_offset), int(r.delivery_count))
+        for r in part.acquired_records
+    ]
+    assert ranges == [(0, 4, 1)] and len(part.records) > 0
+    assert int(got.acquisition_lock_timeout.total_seconds() * 1000) == 30000
+    # the session's epoch moves one per request
+    assert _ack(conn, group, member, 1, topic_id, [ack]).error_code == BAD_EPOCH
+    done = _ack(conn, group, member, 2, topic_id, [{**ack, "last_offset": 4}])
+    assert done.error_code == 0 and done.responses[0].partitions[0].error_code == 0
+    again = _ack(conn, group, member, 3, topic_id, [ack])
+    assert again.responses[0].partitions[0].error_code == RECORD_STATE  # already accepted
+    # the final epoch closes the session
+    assert _fetch(conn, group, member, -1, topic_id).error_code == 0
+    assert _fetch(conn, group, member, 4, topic_id).error_code == SESSION_NOT_FOUND
