@@ -142,3 +142,45 @@ def test_join_fetch_acknowledge(share_muster: MusterProcess) -> None:
     # the final epoch closes the session
     assert _fetch(conn, group, member, -1, topic_id).error_code == 0
     assert _fetch(conn, group, member, 4, topic_id).error_code == SESSION_NOT_FOUND
+
+
+def test_read_committed_hands_out_only_committed_records(share_muster: MusterProcess) -> None:
+    from confluent_kafka import Producer
+
+    topic, group, member = "share-txn", "share-txn-g", str(uuid.uuid4())
+    create_topic(share_muster.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": share_muster.bootstrap, "transactional.id": "st"})
+    producer.init_transactions(15)
+    for values, commit in (([b"a1", b"a2", b"a3"], False), ([b"c1", b"c2"], True)):
+        producer.begin_transaction()
+        for v in values:
+            producer.produce(topic, v, partition=0)
+        producer.flush(15)
+        (producer.commit_transaction if commit else producer.abort_transaction)(15)
+    conn = Conn(share_muster.port)
+    configs = [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"},
+        {"name": "share.isolation.level", "config_operation": 0, "value": "read_committed"},
+    ]
+    altered = conn.call(
+        44,
+        1,
+        {
+            "resources": [{"resource_type": 32, "resource_name": group, "configs": configs}],
+            "validate_only": False,
+        },
+    )
+    assert altered.responses[0].error_code == 0
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": [topic],
+    }
+    topic_id = conn.call(HEARTBEAT, 1, body).assignment.topic_partitions[0].topic_id
+    got = _fetch(conn, group, member, 0, topic_id)
+    (part,) = got.responses[0].partitions
+    # 0-2 aborted, 3 its marker, 4-5 committed, 6 the commit marker
+    ranges = [(int(r.first_offset), int(r.last_offset)) for r in part.acquired_records]
+    assert ranges == [(4, 5)]

@@ -48,11 +48,13 @@ class InFlight:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """What acquiring needs of one log batch: its offsets and whether it is a control batch."""
+    """What acquiring needs of one log batch: its offsets and whether it is a
+    gap (no records to hand out: a control batch, or under read_committed an
+    aborted transaction's batch)."""
 
     base: int
     last: int
-    control: bool = False
+    control: bool = False  # a gap: finished as soon as the window reaches it
 
 
 INVALID_RECORD_STATE = 121

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from muster.records.v2 import iter_batches
 from muster.security.acl import Operation
 from muster.server import authz
+from muster.server.handlers.fetch import last_stable_offset
 from muster.server.security import advertised_endpoint
 from muster.server.share_state import (
     FINAL_EPOCH,
@@ -31,10 +32,31 @@ from muster.server.share_state import (
 from muster.server.state import RequestContext
 from muster.share.partition import Batch
 
+COMMITTED = "read_committed"
 
-def _batches(data: bytes) -> list[tuple[Batch, int]]:
-    """(batch offsets, end byte) of each whole batch in `data`."""
-    return [(Batch(h.base_offset, h.last_offset, h.is_control), h.end) for h in iter_batches(data)]
+
+def _batches(data: bytes, aborted: list[tuple[int, int]]) -> list[tuple[Batch, int]]:
+    """(batch offsets, end byte) of each whole batch in `data`. Under
+    read_committed, `aborted` lists (producer id, first offset) of aborted
+    transactions: their batches, up to the producer's marker, are gaps like
+    the markers themselves (Kafka's SharePartition archives them)."""
+    starts: dict[int, list[int]] = {}
+    for pid, first in aborted:
+        starts.setdefault(pid, []).append(first)
+    open_aborts: set[int] = set()
+    out = []
+    for h in iter_batches(data):
+        pid = h.producer_id
+        if h.is_control:
+            open_aborts.discard(pid)  # the marker ends the producer's transaction
+            gap = True
+        else:
+            if h.is_transactional and any(f <= h.base_offset for f in starts.get(pid, ())):
+                open_aborts.add(pid)
+                starts[pid] = [f for f in starts[pid] if f > h.base_offset]
+            gap = h.is_transactional and pid in open_aborts
+        out.append((Batch(h.base_offset, h.last_offset, gap), h.end))
+    return out
 
 
 def _share(ctx: RequestContext) -> ShareState:
@@ -127,15 +149,18 @@ def _acquire(
             continue
         watch.append((name, tp[1]))
         visible = state.durability.visible_end(plog)
+        committed = share.group_config(session.group_id, "share.isolation.level") == COMMITTED
+        # read_committed hands out nothing past the last stable offset
+        upper = last_stable_offset(plog, visible) if committed else visible
         sp = share.partition(session.group_id, tp, plog.log_start_offset, visible)
         sp.expire(now)
         if taken >= max_records or max_bytes <= 0:
             continue
         start = sp.first_available()
-        if start is None or start >= visible:
+        if start is None or start >= upper:
             continue
-        data = plog.read(start, max_bytes, upper=visible)
-        batches = _batches(data)
+        data = plog.read(start, max_bytes, upper=upper)
+        batches = _batches(data, plog.aborted_transactions(start, upper) if committed else [])
         runs = sp.acquire(
             session.member_id, (b for b, _ in batches), start, max_records - taken, now
         )
