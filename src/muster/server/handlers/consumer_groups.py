@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -129,19 +129,35 @@ async def heartbeat(ctx: RequestContext, group_id: str, core: Any) -> dict[str, 
 
 
 async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    def shape(group: dict[str, Any]) -> None:
+        if ctx.api_version < 1:
+            for m in group["members"]:
+                m.pop("member_type", None)
+
+    return await describe(ctx, req, lambda group_id: ConsumerGroupDescribe((group_id,)), shape)
+
+
+async def describe(
+    ctx: RequestContext,
+    req: Any,
+    request_for: Callable[[str], Any],
+    shape: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """A consumer or share group describe (one answer shape): each group's
+    ACL, the core's answer for it (`request_for`), the version's `shape`,
+    the authorized operations when asked for."""
     include_ops = bool(req.include_authorized_operations)
 
     async def one(group_id: str) -> dict[str, Any]:
         if not authz.group(ctx, Operation.DESCRIBE, group_id):
             return _empty(group_id, GROUP_DENIED)
         try:
-            resp = await _coordinator(ctx).call(group_id, ConsumerGroupDescribe((group_id,)))
+            resp = await _coordinator(ctx).call(group_id, request_for(group_id))
         except CoordinatorLoading:
             return _empty(group_id, LOADING)
         group = dict(resp.groups[0])
-        if ctx.api_version < 1:
-            for m in group["members"]:
-                m.pop("member_type", None)
+        if shape is not None:
+            shape(group)
         if include_ops and group["error_code"] == 0:
             group["authorized_operations"] = authz.operations(ctx, authz.GROUP, group_id)
         return group
