@@ -1,5 +1,5 @@
 """Classic-protocol clients in the consumer groups of the simulation
-(`sim_consumer.py`): the online KIP-848 migration under every fault the
+(`sim_modern.py`): the online KIP-848 migration under every fault the
 simulation makes.
 
 One cooperative classic client per consumer group speaks JoinGroup /
@@ -176,7 +176,7 @@ def op_classic_leave(sim: Any, g: int) -> None:
 def op_consumers_leave(sim: Any, g: int) -> None:
     """A deployment rolled back to classic clients: every consumer-protocol
     client of the group leaves (the last one's leave downgrades the group)."""
-    from sim_consumer import CG_SLOTS, op_cg_leave
+    from sim_modern import CG_SLOTS, op_cg_leave
 
     for s in range(CG_SLOTS):
         op_cg_leave(sim, g, s, 0)
@@ -199,7 +199,7 @@ def check_classic_clients(
 ) -> None:
     """A classic client the consumer group knows at the epoch it believes in
     owns only what the broker gave it and nothing another client owns."""
-    groups = shard.store.consumer
+    groups = shard.store.modern
     for c in classic.values():
         group = groups.get(c.group)
         known = None if group is None else group.members.get(c.member_id)

@@ -22,7 +22,7 @@ from typing import Any
 
 from muster.coordinator import errors as E
 from muster.coordinator.durable import durable_state
-from muster.coordinator.groups.consumer.shard_api import TIMERS as CONSUMER_TIMERS
+from muster.coordinator.groups.modern.shard_api import TIMERS as CONSUMER_TIMERS
 from muster.coordinator.shard import CoordinatorShard
 from muster.log.config import LogConfig
 from muster.log.memory_log import MemoryLog
@@ -455,7 +455,7 @@ class World:
         for _key, (tkey, _deadline) in shard._timers.items():
             kind = tkey.kind
             if kind == "expire-offsets" or kind in CONSUMER_TIMERS:
-                continue  # consumer groups' timers: sim_consumer.py checks them
+                continue  # consumer groups' timers: sim_modern.py checks them
             group = shard.group(tkey.group_id)
             if group is None:
                 raise Violation(f"timer {tkey} for a group that is gone")

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sim_classic_members
-import sim_consumer
+import sim_modern
 from sim_world import Violation, World, error_of
 
 from muster.coordinator import errors as E
@@ -88,9 +88,9 @@ class Sim:
         self.clients = {(g, s): Client(f"g{g}", s) for g in range(GROUPS) for s in range(SLOTS)}
         self.producers = [Producer(1000 + i) for i in range(PRODUCERS)]
         self.values = 0
-        self.cg = sim_consumer.ConsumerWorld()
-        self.world.checks.append(lambda shard: sim_consumer.check_consumer_groups(shard, self.cg))
-        self.classic = sim_classic_members.clients(sim_consumer.CG_GROUPS)
+        self.cg = sim_modern.ConsumerWorld()
+        self.world.checks.append(lambda shard: sim_modern.check_consumer_groups(shard, self.cg))
+        self.classic = sim_classic_members.clients(sim_modern.CG_GROUPS)
         self.world.checks.append(
             lambda shard: sim_classic_members.check_classic_clients(
                 shard, self.classic, self.cg.consumers
@@ -316,7 +316,7 @@ def op_admin(sim: Sim, g: int, kind: int) -> None:
 
 
 def op_delete_topic(sim: Sim) -> None:
-    sim_consumer.op_cg_topics(sim, 0)  # the topic goes for consumer groups too
+    sim_modern.op_cg_topics(sim, 0)  # the topic goes for consumer groups too
 
 
 def op_advance(sim: Sim, ms: int) -> None:
@@ -371,7 +371,7 @@ OPS: dict[str, tuple[int, Callable[..., None], Callable[[random.Random], tuple[A
     "flush": (4, op_flush, lambda r: (r.choice([0, 0, 1, 1, 2]), r.randrange(1000))),
     "refuse": (1, op_refuse, lambda r: (r.randrange(1, 3),)),
     "reload": (2, op_reload, lambda r: (r.randrange(3),)),
-    **sim_consumer.OPS,
+    **sim_modern.OPS,
     **sim_classic_members.OPS,
 }
 

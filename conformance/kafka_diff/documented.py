@@ -22,8 +22,6 @@ _KEY_REASONS = {
         43,
         45,
         46,
-        48,
-        49,
         55,
         57,
         60,
@@ -60,7 +58,7 @@ DOCUMENTED: list[tuple[str, str, str]] = [
         for reason, keys in _KEY_REASONS.items()
         for k in keys
     ],
-    ("api_versions.request_v3", "*_features*", "D1.c no feature flags (single node, no KRaft)"),
+    ("api_versions.request_v3", "*_features*", "D1.c fewer features finalized"),
     ("api_versions.request_v4", "*", "D1.a ApiVersions v4-v5 not served"),
     ("api_versions.request_v5", "*", "D1.a ApiVersions v4-v5 not served"),
     ("api_versions.unknown_version", "*.api_keys*", "D1.a ApiVersions v4-v5 not served"),

@@ -26,3 +26,30 @@ def test_expected_members_newcomers_and_deadline() -> None:
 def test_nothing_to_compare_with() -> None:
     assert awaited([], ["a"], 1) is None
     assert awaited([Generation("removed", -1, 5)], ["a"], 1) is None
+
+
+def test_join_round_from_muster_events() -> None:
+    """Who rejoined (a JoinWaiting since the last RebalanceStarted), who is
+    still awaited, and the deadline the coordinator told."""
+    from muster.client.admin import MemberDescription
+    from muster.console.awaited import join_round
+    from muster.coordinator import events as ev
+
+    started = ev.RebalanceStarted("g", 3, "Stable", "member_joined", "c", None, "", 3, 1_000)
+    events: list[ev.GroupEvent] = [
+        ev.JoinWaiting("g", 2, "a", None, "old", 1, 2, 40_000, 500),  # an earlier round
+        started,
+        ev.JoinWaiting("g", 3, "c", None, "c-c", 1, 3, 61_000, 1_000),
+        ev.JoinWaiting("g", 3, "a", None, "c-a", 2, 3, 61_000, 1_200),
+    ]
+    held = [MemberDescription(m, None, "c-" + m, "/h", frozenset()) for m in ("a", "b", "c")]
+    seen = join_round(events, held)
+    assert seen is not None
+    assert (seen.generation, seen.started_ms, seen.deadline_ms) == (3, 1_000, 61_000)
+    assert [m.member_id for m in seen.awaiting] == ["b"]
+    assert [(m.member_id, m.rejoined_ms) for m in seen.rejoined] == [("a", 1_200), ("c", 1_000)]
+    done = ev.JoinCompleted(
+        "g", 4, "range", "a", 2, "rebalance_timeout_expired", ("b",), 60, 61_000
+    )
+    assert join_round([*events, done], held) is None
+    assert join_round([], held) is None

@@ -6,10 +6,13 @@ from __future__ import annotations
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from playwright.sync_api import Page, sync_playwright
 
 from tests.support.brokers import MusterProcess, free_port
 
@@ -82,99 +85,128 @@ def _poll_until(consumers: list[Consumer], done: object, seconds: float = 30) ->
     raise AssertionError("timed out")
 
 
-def test_history_from_consumer_offsets_agrees_with_muster_events(broker: MusterProcess) -> None:
-    """Three generations (join, second join, a leave): the history derived from
-    __consumer_offsets has the same generations and member counts as the
-    RebalanceCompleted events muster recorded."""
-    import asyncio
-
+def _topic_and_group(
+    broker: MusterProcess, topic: str, partitions: int, group_id: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Creates the topic; a consumer configuration for the group."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from muster import explain
-    from muster.client.admin import AIOAdmin
-    from muster.console.history import EventsTail, derived_history
-    from muster.coordinator.events import RebalanceCompleted
-
-    group_id = "derive-group"
-    topic = "derive-topic"
-    admin_client = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin_client.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
-    conf = {
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # alive until the result
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(20)
+    return {
         "bootstrap.servers": broker.bootstrap,
         "group.id": group_id,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": 6000,
+        **extra,
     }
-    a = Consumer({**conf, "client.id": "derive-a"})
-    a.subscribe([topic])
-    _poll_until([a], lambda: len(a.assignment()) == 2)
-    b = Consumer({**conf, "client.id": "derive-b"})
-    b.subscribe([topic])
-    _poll_until([a, b], lambda: len(b.assignment()) == 1 and len(a.assignment()) == 1)
-    b.close()
-    _poll_until([a], lambda: len(a.assignment()) == 2, seconds=40)
-    a.close()
 
-    async def read() -> tuple[list[explain.Event], list]:
-        client = {"bootstrap.servers": broker.bootstrap}
-        admin = await AIOAdmin(client).start()
-        tail = EventsTail(client)
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright downloads no browser
+
+
+@contextmanager
+def _browser() -> Iterator[tuple[Page, list[str]]]:
+    """A page of Debian's chromium, and the errors its console reports (asserted
+    empty by the tests)."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
-            await tail.catch_up(admin)
-            derived = await derived_history(client, admin, group_id)
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on(
+                "console",
+                lambda m: (
+                    errors.append(f"{m.text} ({m.location.get('url')})")
+                    if m.type == "error"
+                    else None
+                ),
+            )
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            yield page, errors
         finally:
-            await tail.close()
-            await admin.close()
-        return tail.events(group_id), derived or []
-
-    events, derived = asyncio.run(read())
-    completed = {e.generation: e.member_count for e in events if isinstance(e, RebalanceCompleted)}
-    generations = {g.number: len(g.members) for g in derived if g.kind == "generation"}
-    assert len(completed) >= 3
-    assert {n: c for n, c in generations.items() if n in completed} == completed
-    assert set(completed) <= set(generations)
-    joined = [m for g in derived for m in g.joined]
-    left = [m for g in derived for m in g.left]
-    assert len(joined) >= 2 and len(left) >= 1
+            browser.close()
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
 def test_browser_shows_the_group_and_live_updates(
     broker: MusterProcess, group: Consumer, tmp_path: Path
 ) -> None:
     """A real browser: the group page renders, htmx's SSE extension swaps the
     live part in (its `as of` line changes without a reload)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
     port = broker.console_port  # type: ignore[attr-defined]
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/groups/{GROUP}")
-            first = page.locator("#live p.muted").last.inner_text()
-            assert "inside-client" in page.locator("#members").inner_text()
-            page.wait_for_function(
-                "old => { const p = document.querySelectorAll('#live p.muted');"
-                " return p.length && p[p.length - 1].innerText !== old; }",
-                arg=first,
-                timeout=10_000,
-            )
-            page.screenshot(path=str(tmp_path / "group.png"), full_page=True)
-            page.goto(f"http://127.0.0.1:{port}/")
-            assert "Cluster" in page.inner_text("h1")
-            page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
-            page.goto(f"http://127.0.0.1:{port}/topics/{TOPIC}")
-            page.select_option("select[name=format]", "json")
-            page.click("text=Browse")  # htmx swaps one page of records in
-            page.wait_for_selector("#records td", timeout=10_000)
-            assert '"n": 19' in page.inner_text("#records")
-            page.screenshot(path=str(tmp_path / "topic.png"), full_page=True)
-        finally:
-            browser.close()
+    with _browser() as (page, errors):
+        page.goto(f"http://127.0.0.1:{port}/groups/{GROUP}")
+        first = page.locator("#live p.muted").last.inner_text()
+        assert "inside-client" in page.locator("#members").inner_text()
+        page.wait_for_function(
+            "old => { const p = document.querySelectorAll('#live p.muted');"
+            " return p.length && p[p.length - 1].innerText !== old; }",
+            arg=first,
+            timeout=10_000,
+        )
+        page.screenshot(path=str(tmp_path / "group.png"), full_page=True)
+        page.goto(f"http://127.0.0.1:{port}/")
+        assert "Cluster" in page.inner_text("h1")
+        page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+        page.goto(f"http://127.0.0.1:{port}/topics/{TOPIC}")
+        page.select_option("select[name=format]", "json")
+        page.click("text=Browse")  # htmx swaps one page of records in
+        page.wait_for_selector("#records td", timeout=10_000)
+        assert '"n": 19' in page.inner_text("#records")
+        page.screenshot(path=str(tmp_path / "topic.png"), full_page=True)
+        assert errors == []
     assert (tmp_path / "group.png").stat().st_size > 10_000
+
+
+_AWAITED_ROWS = """() => ['awaiting', 'rejoined'].map(kind =>
+    Array.from(document.querySelectorAll(`#awaited tr.${kind}`), row => row.innerText))"""
+
+
+def test_browser_lists_the_awaited_members_while_a_rebalance_runs(
+    broker: MusterProcess, tmp_path: Path
+) -> None:
+    """A classic group of two with a long rebalance timeout; a third member
+    joins. The one that polls rejoins, the one that does not poll is still
+    awaited: the live part of the group page lists it as awaited with the join
+    deadline, and the two others as rejoined, without a reload."""
+    group_id, topic = "await-group", "await-topic"
+    # max.poll.interval.ms is the rebalance timeout: the join phase waits this long
+    conf = _topic_and_group(broker, topic, 3, group_id, {"max.poll.interval.ms": 120_000})
+    a = Consumer({**conf, "client.id": "await-a"})
+    b = Consumer({**conf, "client.id": "await-b"})
+    c = Consumer({**conf, "client.id": "await-c"})
+    try:
+        a.subscribe([topic])
+        _poll_until([a], lambda: len(a.assignment()) == 3)
+        b.subscribe([topic])
+        _poll_until([a, b], lambda: len(a.assignment()) >= 1 and len(b.assignment()) >= 1)
+        # b is not polled from here on: it cannot rejoin (its rebalance
+        # callback waits for the application), so the join phase awaits it
+        c.subscribe([topic])
+        port = broker.console_port  # type: ignore[attr-defined]
+        with _browser() as (page, errors):
+            page.goto(f"http://127.0.0.1:{port}/groups/{group_id}")
+            deadline = time.monotonic() + 40
+            awaiting = rejoined = ""
+            while time.monotonic() < deadline:
+                for consumer in (a, c):
+                    consumer.poll(0.2)
+                # both lists from one snapshot of the page: a live update may
+                # land between two separate reads
+                rows = page.evaluate(_AWAITED_ROWS)
+                awaiting, rejoined = " ".join(rows[0]), " ".join(rows[1])
+                if "await-a" in rejoined and "await-c" in rejoined:
+                    break
+            assert "await-b" in awaiting and "awaited" in awaiting
+            assert "await-a" in rejoined and "await-c" in rejoined
+            assert page.locator("#join-deadline").count() == 1
+            assert "2 of 3 members rejoined" in page.inner_text("#awaited")
+            page.screenshot(path=str(tmp_path / "awaited.png"), full_page=True)
+            # b polls again: it rejoins, the join phase ends and the list goes
+            _poll_until([a, b, c], lambda: not page.locator("#awaited").count(), seconds=40)
+            assert errors == []
+    finally:
+        for consumer in (c, b, a):
+            consumer.close()
 
 
 def test_broker_stops_promptly_with_a_live_stream_open(broker: MusterProcess) -> None:

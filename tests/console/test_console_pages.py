@@ -70,6 +70,31 @@ def test_overview_counts_brokers_topics_and_groups(http: TestClient) -> None:
     assert stats.status_code == 200 and 'id="records">3' in stats.text  # 30 produced
 
 
+def test_overview_rates_of_produce_and_offset_commits(
+    http: TestClient, group: tuple[MusterProcess, Consumer]
+) -> None:
+    """Records produced and offsets committed between two looks show as rates
+    (the first look has nothing to compare with; the totals are cached 5 s)."""
+    broker, consumer = group
+    http.get("/stats")
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(20):
+        producer.produce(TOPIC, f'{{"order": {100 + i}}}'.encode())
+    producer.flush(10)
+    deadline = time.monotonic() + 20
+    msg = None
+    while (msg is None or msg.error() is not None) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)  # something new to commit
+    consumer.commit(asynchronous=False)
+    time.sleep(5.1)  # past the totals' cache
+    stats = http.get("/stats").text
+
+    def rate(name: str) -> float:
+        return float(stats.split(f'id="{name}">', 1)[1].split("<", 1)[0])
+
+    assert rate("produce-rate") > 0 and rate("commit-rate") > 0
+
+
 def test_group_list_filters_server_side(http: TestClient) -> None:
     page = http.get("/groups", params={"q": "console-gr"})
     assert page.status_code == 200 and GROUP in page.text

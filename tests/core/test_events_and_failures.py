@@ -31,6 +31,7 @@ def test_event_stream_of_a_rebalance(h) -> None:
         "MemberRemoved",
         "RebalanceStarted",
         "GroupStateChanged",
+        "JoinWaiting",  # a's JoinGroup, held: it is the last one, the join completes
         "GroupStateChanged",
         "JoinCompleted",
         "GroupStateChanged",
@@ -51,6 +52,28 @@ def test_event_stream_of_a_rebalance(h) -> None:
     assert body["type"] == "RebalanceCompleted" and body["causes"] == ["session_expired"]
     for e in h.events:
         assert json.loads(e.to_json())["group_id"] == "g"
+
+
+def test_join_waiting_tells_who_rejoined_and_the_deadline(h) -> None:
+    """A rebalance of two members where only one rejoins: one JoinWaiting,
+    for it, with the join phase's deadline (start + rebalance timeout); the
+    other is dropped at that deadline."""
+    a, b = h.form(2)
+    h.events.clear()
+    started_at = h.now
+    ra = h.join(a, client="c0", rebalance=20_000)  # a changes nothing but is the leader
+    waiting = [e for e in h.events if isinstance(e, ev.JoinWaiting)]
+    assert [(e.member_id, e.client_id, e.joined, e.member_count) for e in waiting] == [
+        (a, "c0", 1, 2)
+    ]
+    assert waiting[0].deadline_ms == started_at + 30_000  # b's rebalance timeout is the largest
+    assert ev.from_json(waiting[0].to_json()) == waiting[0]
+    assert not h.answered(ra)
+    h.advance(30_000)
+    removed = [e for e in h.events if isinstance(e, ev.MemberRemoved)]
+    assert removed[0].member_id == b  # (a, joined but never syncing, goes later)
+    # the story folds rebalances without it
+    assert all(not isinstance(i, ev.JoinWaiting) for i in ev.fold(h.events))
 
 
 def test_static_replacement_event(h) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from muster.coordinator import errors as E
 from muster.coordinator import requests as rq
-from muster.coordinator.groups.consumer.target import SubscribedTopic
+from muster.coordinator.groups.modern.target import SubscribedTopic
 from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareGroupHeartbeat
 from muster.coordinator.groups.share.assignor import assign
 from muster.coordinator.groups.share.group import ShareMember

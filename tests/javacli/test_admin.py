@@ -10,17 +10,12 @@ from typing import Any
 from tests.javacli.common import Pair, both
 from tests.support.java import run_program
 
-UNSUPPORTED = "UnsupportedVersionException"
-
 # call -> muster's own answer, where it is not Kafka's
-MUSTER_ONLY: dict[str, dict[str, Any]] = {
-    name: {"error": UNSUPPORTED, "message": f"The node does not support {api}"}
-    for name, api in {
-        "describeClientQuotas": "DESCRIBE_CLIENT_QUOTAS",
-    }.items()
-}
-# muster finalizes no feature levels (no KRaft metadata.version and friends)
-MUSTER_ONLY["describeFeatures"] = {"result": []}
+MUSTER_ONLY: dict[str, dict[str, Any]] = {}
+# muster finalizes only what it serves: Kafka 4.4's metadata.version (what UIs
+# read the version from) and group.version (KIP-848); not transaction.version 2
+# (EndTxn v5), streams, share or ELR (api_versions.py)
+MUSTER_ONLY["describeFeatures"] = {"result": ["group.version", "metadata.version"]}
 
 
 def calls(bootstrap: str) -> dict[str, dict[str, Any]]:

@@ -35,14 +35,13 @@ def test_fast_key_decode_matches_generic(group: str, topic: str, partition: int)
 
 
 @given(group=st.text(max_size=30), topic=st.text(max_size=30), partition=st.integers(0, 2**31 - 1))
-def test_a_key_splits_into_its_group_topic_prefix_and_partition(
+def test_a_key_reader_reads_a_run_of_keys_as_the_one_reader_does(
     group: str, topic: str, partition: int
 ) -> None:
-    data = ot.encode_key(ot.OffsetCommitKey(group, topic, partition))
-    prefix, read = ot.offset_commit_key_split(data)
-    assert read == partition
-    assert prefix == ot.encode_key(ot.OffsetCommitKey(group, topic, 0))[:-4]
-    assert ot.offset_commit_key_fields(data) == (group, topic, partition)
+    reader = ot.OffsetCommitKeyReader()
+    for g, t, p in [(group, topic, partition), (group, topic, 7), ("other", topic, 7)]:
+        data = ot.encode_key(ot.OffsetCommitKey(g, t, p))
+        assert reader.read(data) == ot.offset_commit_key_fields(data) == (g, t, p)
 
 
 def test_key_fields_are_none_for_other_record_types_only() -> None:

@@ -19,6 +19,7 @@ import simulate
 from muster.coordinator.offsets import manager, state
 
 
+@pytest.mark.timeout(900)  # ~1 min on an idle 2-core machine; a busy one can take 5
 def test_a_thousand_seeds_hold_every_invariant() -> None:
     # about 100 s of one core (consumer groups, and the classic clients in them,
     # make the replay checks dearer): the seeds are independent, so they run on
@@ -80,7 +81,7 @@ def test_a_planted_double_ownership_in_a_consumer_group_is_found(
 ) -> None:
     """The consumer-group invariant bites: with reconciliation handing out a
     partition its previous owner has not released yet, a seed breaks it."""
-    from muster.coordinator.groups.consumer import reconcile
+    from muster.coordinator.groups.modern import reconcile
 
     real = reconcile._next
 

@@ -46,7 +46,7 @@ _LATER = (
     "muster.coordinator.events",
     "muster.coordinator.groups",
     "muster.assignors",
-    "muster.records.consumer_group_records",
+    "muster.records.modern_group_records",
     "muster.server.transactions",
     "muster.transactions",
     "muster.server.metrics",

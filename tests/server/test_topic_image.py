@@ -4,9 +4,9 @@ the shard's queue is seen by the next request, not by this one."""
 
 from __future__ import annotations
 
-from muster.coordinator.groups.consumer.group import SubscribedTopic
+from muster.coordinator.groups.modern.group import SubscribedTopic
 from muster.log.manager import LogManager
-from muster.server.handlers.consumer_groups import TopicImage
+from muster.server.handlers.modern_groups import TopicImage
 
 
 def test_an_image_stays_as_it_was_taken() -> None:

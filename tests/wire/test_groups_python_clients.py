@@ -132,9 +132,15 @@ def test_kafka_python_group_splits_commits_and_resumes(
         )
         counts = Counter(v for m in members for v in m.values())
         assert all(counts[v] == 1 for v in first), "a message was consumed twice"
+        # Each member commits (and stops) only when its poll returns, after up to
+        # 3 s: ask all of them first, then wait for each, not 3 s after 3 s.
+        for m in members:
+            m.commit_requested.set()
         for m in members:
             m.commit()
     finally:
+        for m in members:
+            m.stop.set()
         for m in members:
             m.finish()
 

@@ -2,7 +2,7 @@
 same way by muster (raw frames; the Java Admin's view of them is in
 tests/javacli/test_admin.py): ElectLeaders, ListPartitionReassignments,
 ListTransactions, DescribeTransactions and DescribeProducers with nothing to
-report, and
+report, DescribeClientQuotas (none) and AlterClientQuotas (refused), and
 DescribeGroups v6 on an unknown group."""
 
 from __future__ import annotations
@@ -95,3 +95,56 @@ def test_describe_producers(shared_muster: MusterProcess) -> None:
     known, unknown = (t.partitions[0] for t in answer.topics)
     assert (known.error_code, known.active_producers) == (ErrorCode.none, ())
     assert unknown.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_client_quotas_none_described_and_none_set(shared_muster: MusterProcess) -> None:
+    """muster enforces no client quotas: every filter describes nothing (as a
+    Kafka with none set), and an alteration is refused entry by entry rather
+    than stored and not enforced (kafka-configs --entity-type clients)."""
+    for version in (0, 1):
+        described = call(
+            shared_muster.port,
+            48,
+            version,
+            {"components": [{"entity_type": "client-id", "match_type": 2}], "strict": False},
+        )
+        assert (described.error_code, described.entries) == (ErrorCode.none, ())
+        entity = {"entity_type": "client-id", "entity_name": "app"}
+        altered = call(
+            shared_muster.port,
+            49,
+            version,
+            {
+                "entries": [
+                    {"entity": [entity], "ops": [{"key": "producer_byte_rate", "value": 1024.0}]}
+                ],
+                "validate_only": False,
+            },
+        )
+        [entry] = altered.entries
+        assert entry.error_code == ErrorCode.invalid_request
+        assert "does not enforce client quotas" in (entry.error_message or "")
+        assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("client-id", "app")]
+    again = call(shared_muster.port, 48, 1, {"components": [], "strict": False})
+    assert again.entries == ()
+
+
+def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
+    """ApiVersions v3 finalizes Kafka 4.4's metadata.version (UIs read the
+    version from it) and group.version 1 (KIP-848), and not transaction.version,
+    which would make a Java producer speak EndTxn v5; v0 has no such fields."""
+    answer = call(
+        shared_muster.port,
+        18,
+        3,
+        {"client_software_name": "ui", "client_software_version": "1"},
+    )
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level) for f in answer.finalized_features
+    }
+    assert finalized == {"metadata.version": (33, 33), "group.version": (1, 1)}
+    assert answer.finalized_features_epoch >= 0
+    supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+    assert supported["metadata.version"][1] == 33
+    old = call(shared_muster.port, 18, 0, {})
+    assert old.error_code == ErrorCode.none and old.api_keys

@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 from typer.core import TyperOption
 
-from muster.cli import analyze, console, consume, demo, groups, produce, security, serve, topics
+from muster.cli import (
+    analyze,
+    console,
+    consume,
+    demo,
+    groups,
+    produce,
+    security,
+    serve,
+    topics,
+    transactions,
+)
 
 # typer before 0.2x has no display_type_rich (nor the placeholder to drop)
 _display_type = getattr(TyperOption, "display_type_rich", None)
@@ -59,6 +70,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
 app.add_typer(security.acls_app, name="acls")
 app.add_typer(security.users_app, name="users")
+app.add_typer(transactions.app, name="transactions")
 produce.register(app)
 consume.register(app)
 demo.register(app)

@@ -425,6 +425,18 @@ class Admin:
 
         return self._run(describe_consumer_group(self._aio, group_id))
 
+    def list_transactions(self) -> Any:
+        """Every broker's transactions (client.transactions_admin.TransactionListing)."""
+        from muster.client.transactions_admin import list_transactions
+
+        return self._run(list_transactions(self._aio))
+
+    def describe_transaction(self, transactional_id: str) -> Any:
+        """One transaction as its coordinator tells it (TransactionDescription)."""
+        from muster.client.transactions_admin import describe_transaction
+
+        return self._run(describe_transaction(self._aio, transactional_id))
+
     def list_topics(self) -> dict[str, int]:
         return self._run(self._aio.list_topics())
 

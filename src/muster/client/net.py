@@ -76,6 +76,8 @@ CLIENT_MAX: dict[int, int] = {
     51: 0,  # AlterUserScramCredentials
     68: 1,  # ConsumerGroupHeartbeat (group.protocol=consumer only)
     69: 1,  # ConsumerGroupDescribe (the console's consumer groups)
+    65: 0,  # DescribeTransactions (muster transactions describe)
+    66: 1,  # ListTransactions (muster transactions list)
 }
 
 

@@ -25,7 +25,7 @@ from starlette.templating import Jinja2Templates
 
 from muster.console import actions, group_page, live, pages, topic_pages
 from muster.console.history import EventsTail
-from muster.console.source import Source
+from muster.console.source import RecordTotals, Source
 
 HERE = Path(__file__).parent
 
@@ -42,7 +42,7 @@ class Console:
         self.templates.env.globals["read_only"] = read_only
         self.templates.env.filters["when"] = _when
         self.lag_samples: dict[str, list[tuple[float, int]]] = {}
-        self._records: tuple[float, int] | None = None  # (when, total log end) last seen
+        self._records: tuple[float, RecordTotals] | None = None  # (when, totals) last seen
 
     async def close(self) -> None:
         await self.events.close()
@@ -61,12 +61,15 @@ class Console:
             del samples[:-keep]
         return samples
 
-    def produce_rate(self, total: int, now: float) -> float | None:
-        """Records per second appended across the cluster since the last look."""
-        last, self._records = self._records, (now, total)
+    def rates(self, totals: RecordTotals, now: float) -> tuple[float | None, float | None]:
+        """Records per second produced, and offset commits per second, across
+        the cluster since the last look (None on the first)."""
+        last, self._records = self._records, (now, totals)
         if last is None or now - last[0] <= 0:
-            return None
-        return max(0.0, (total - last[1]) / (now - last[0]))
+            return None, None
+        seconds = now - last[0]
+        produced = max(0.0, (totals.produced - last[1].produced) / seconds)
+        return produced, max(0.0, (totals.commits - last[1].commits) / seconds)
 
 
 def _when(ms: int | None) -> str:

@@ -1,15 +1,40 @@
 """During a classic group's rebalance: who the join phase waits for, and
-until when. The members of the last stable generation (from
-`__consumer_offsets`) are the ones expected back; the coordinator's
-DescribeGroups tells who it holds now; the join phase ends at the latest when
-the largest rebalance timeout has run since the rebalance started."""
+until when.
+
+On muster, `join_round`: the coordinator writes a JoinWaiting event for each
+JoinGroup it holds in the join phase (with the phase's deadline), so the
+members DescribeGroups lists without one are the ones still awaited. Kafka's
+DescribeGroups cannot tell a rejoined member from an awaited one, so on any
+other broker `awaited` falls back to the last stable generation (from
+`__consumer_offsets`): its members are the ones expected back, the join phase
+ends at the latest when the largest rebalance timeout has run since the
+rebalance started."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from muster.console.derived import DerivedMember, Generation
+from muster.coordinator.events import (
+    GroupEvent,
+    JoinCompleted,
+    JoinWaiting,
+    RebalanceCompleted,
+    RebalanceStarted,
+)
+
+
+class MemberLike(Protocol):
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -43,3 +68,59 @@ def awaited(
     timeout = max((m.rebalance_timeout_ms for m in last.members), default=-1)
     deadline = started_ms + timeout if started_ms is not None and timeout > 0 else None
     return Awaited(last.number, expected, tuple(sorted(now - before)), deadline)
+
+
+# ---- on muster: the join phase as the coordinator tells it ----------------------
+
+
+@dataclass(frozen=True)
+class Held:
+    """A member the coordinator holds in the join phase now (DescribeGroups)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    rejoined_ms: int | None  # its JoinGroup's arrival this round; None: still awaited
+
+
+@dataclass(frozen=True)
+class JoinRound:
+    generation: int  # the one being left
+    started_ms: int
+    deadline_ms: int | None  # None until a JoinWaiting has told it
+    members: tuple[Held, ...]
+
+    @property
+    def rejoined(self) -> tuple[Held, ...]:
+        return tuple(m for m in self.members if m.rejoined_ms is not None)
+
+    @property
+    def awaiting(self) -> tuple[Held, ...]:
+        return tuple(m for m in self.members if m.rejoined_ms is None)
+
+
+def join_round(events: list[GroupEvent], described: Iterable[MemberLike]) -> JoinRound | None:
+    """The join phase in progress from muster's events: its last
+    RebalanceStarted, the JoinWaiting events since (who rejoined, the deadline).
+    None when no join phase is open (JoinCompleted since, or none started).
+    Members DescribeGroups no longer lists were dropped, and are not shown."""
+    start = next(
+        (i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], RebalanceStarted)),
+        None,
+    )
+    if start is None:
+        return None
+    began = events[start]
+    assert isinstance(began, RebalanceStarted)
+    rejoined: dict[str, int] = {}
+    deadline = None
+    for e in events[start + 1 :]:
+        if isinstance(e, JoinCompleted | RebalanceCompleted):
+            return None
+        if isinstance(e, JoinWaiting):
+            rejoined.setdefault(e.member_id, e.at_ms)
+            deadline = e.deadline_ms or deadline  # the initial delay can move it on
+    members = tuple(
+        Held(m.member_id, m.client_id, m.client_host, rejoined.get(m.member_id)) for m in described
+    )
+    return JoinRound(began.generation, began.at_ms, deadline, members)

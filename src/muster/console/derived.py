@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from muster.coordinator.partitioning import partition_for
 from muster.protocol.consumer_protocol import decode_assignment
-from muster.records import consumer_group_records as cg
+from muster.records import modern_group_records as cg
 from muster.records import offsets_topic as ot
 
 OFFSETS_TOPIC = "__consumer_offsets"

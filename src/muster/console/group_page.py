@@ -3,6 +3,7 @@ rebalance told in the words of `muster groups explain`."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from starlette.responses import Response
 
 from muster import explain
 from muster.console.alerts import REBALANCING, rebalancing_since
-from muster.console.awaited import awaited
+from muster.console.awaited import JoinRound, awaited, join_round
 from muster.console.chart import sparkline
 from muster.console.history import derived_history
 from muster.console.source import GroupDetail
@@ -57,6 +58,13 @@ def state_changes(events: list[explain.Event], last: int = HISTORY) -> list[Any]
     return list(reversed(changes))[:last]
 
 
+def _reconciling(detail: GroupDetail) -> list[Any]:
+    c = detail.consumer
+    if c is None:
+        return []
+    return [m for m in c.members if m.reconciling or m.member_epoch < c.assignment_epoch]
+
+
 async def group_context(request: Request, group_id: str) -> dict[str, Any]:
     """Everything the group page and its live fragment show."""
     console = request.app.state.console
@@ -69,10 +77,18 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
     now_ms = int(time.time() * 1000)
     state = detail.description.state if detail.description else ""
     waiting = None
+    round_: JoinRound | None = None
     if state in REBALANCING and detail.consumer is None:
-        history = await derived_history(console.conf, admin, group_id) or []
         members = detail.description.members if detail.description else ()
-        waiting = awaited(history, (m.member_id for m in members), since)
+        if console.events.available:
+            round_ = join_round(events, members) if state == "PreparingRebalance" else None
+        if round_ is None or round_.deadline_ms is None:
+            # any Kafka (or nobody rejoined yet): the last generation's
+            # members and their rebalance timeouts, from __consumer_offsets
+            history = await derived_history(console.conf, admin, group_id) or []
+            waiting = awaited(history, (m.member_id for m in members), since)
+        if round_ is not None and round_.deadline_ms is None and waiting is not None:
+            round_ = dataclasses.replace(round_, deadline_ms=waiting.deadline_ms)
     return {
         "group_id": group_id,
         "detail": detail,
@@ -84,6 +100,9 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
         "open_for": explain.duration(now_ms - since) if since is not None else None,
         "now_ms": now_ms,
         "awaited": waiting,
+        "join_round": round_,
+        # a consumer group: the members not yet at the target assignment
+        "reconciling": _reconciling(detail),
     }
 
 

@@ -62,13 +62,16 @@ async def group_list(request: Request) -> Response:
 
 
 async def stats(request: Request) -> Response:
-    """The overview's record count and produce rate: a fragment htmx loads
-    after the page and every 10 s (one ListOffsets of every partition)."""
+    """The overview's record count, produce rate and offset-commit rate: a
+    fragment htmx loads after the page and every 10 s (one ListOffsets of
+    every partition)."""
     console = request.app.state.console
-    total = await console.source.total_records()
+    totals = await console.source.record_totals()
+    produce_rate, commit_rate = console.rates(totals, time.time())
     return console.render(
         request,
         "_stats.html",
-        records=total,
-        produce_rate=console.produce_rate(total, time.time()),
+        records=totals.produced,
+        produce_rate=produce_rate,
+        commit_rate=commit_rate,
     )

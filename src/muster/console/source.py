@@ -18,6 +18,7 @@ from muster.client.admin import AIOAdmin, GroupDescription, GroupListing
 from muster.client.consumer_group_describe import ConsumerGroupView, describe_consumer_group
 from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
+from muster.console.derived import OFFSETS_TOPIC
 
 DESCRIBE_CONFIGS = 32
 TOPIC, BROKER = 2, 4  # DescribeConfigs resource types
@@ -81,6 +82,16 @@ class PartitionOffsets:
     @property
     def count(self) -> int:
         return max(0, self.latest - self.earliest)
+
+
+@dataclass(frozen=True)
+class RecordTotals:
+    """The overview's figures a rate is taken of. Kafka's protocol tells no
+    broker's fetch rate (that is JMX), so consumption is seen as offset commits:
+    the records appended to __consumer_offsets, on any broker."""
+
+    produced: int  # log ends of the topics clients write (not the "__" internal ones)
+    commits: int  # log ends of __consumer_offsets: offset commits (and group records)
 
 
 @dataclass
@@ -240,18 +251,21 @@ class Source:
             for tp in tps
         ]
 
-    async def total_records(self) -> int:
-        """Sum of every partition's log end offset (cached 5 s: one ListOffsets
-        of every partition, the overview's most expensive figure)."""
+    async def record_totals(self) -> RecordTotals:
+        """Log end offsets summed (cached 5 s: one ListOffsets of every
+        partition, the overview's most expensive figure)."""
 
-        async def make() -> int:
+        async def make() -> RecordTotals:
             topics = await self.topics()
-            tps = (TopicPartition(t, p) for t, n in topics.items() for p in range(n))
-            return sum((await self.log_ends(tps)).values())
+            tps = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+            ends = await self.log_ends(tps)
+            produced = sum(o for tp, o in ends.items() if not tp.topic.startswith("__"))
+            commits = sum(o for tp, o in ends.items() if tp.topic == OFFSETS_TOPIC)
+            return RecordTotals(produced, commits)
 
         hit = self._cache.get("records")
         if hit is not None and time.monotonic() - hit.at < 5.0:
-            return int(hit.value)
+            return hit.value  # type: ignore[no-any-return]
         value = await make()
         self._cache["records"] = Sampled(value)
         return value

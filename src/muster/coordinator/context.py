@@ -24,7 +24,7 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
-    # KIP-848 consumer groups (Kafka's group.consumer.* properties)
+    # modern (KIP-848) groups (Kafka's group.consumer.* properties)
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
@@ -115,13 +115,13 @@ class Effects:
         "events",
         "first_seq",
         "marker",
+        "modern_undo",
         "now",
         "producer",
         "records",
         "replies",
         "share_undo",
         "timers",
-        "undo",
     )
 
     def __init__(self, now: int, first_seq: int = 0) -> None:
@@ -138,9 +138,11 @@ class Effects:
         self.producer: tuple[int, int] | None = None
         # (producer id, epoch, commit): this step writes a transaction marker
         self.marker: tuple[int, int, bool] | None = None
-        # consumer groups this step changed at write time -> their objects before
-        # it (None: the group did not exist); restored if the append fails
-        self.undo: dict[str, Any] = {}
+        # modern groups this step changed at write time -> their objects before
+        # it (None: the group did not exist), or classic groups an upgrade
+        # replaced; restored if the append fails. Its domain
+        # (`groups/modern/domain.py`) reads it
+        self.modern_undo: dict[str, Any] = {}
         # share groups likewise (their own domain, `groups/share/domain.py`)
         self.share_undo: dict[str, Any] = {}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from muster.coordinator.groups.consumer.group import durable_view
+from muster.coordinator.groups.modern.group import durable_view
 
 if TYPE_CHECKING:
     from muster.coordinator.shard import CoordinatorShard
@@ -27,7 +27,7 @@ def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ..
             out[group_id] = (persisted, offsets)
     # consumer groups are durable state whole (keyed by a tuple: no clash
     # with the classic entries' group ids)
-    for group_id, view in durable_view(shard.store.consumer).items():
+    for group_id, view in durable_view(shard.store.modern).items():
         out[("consumer", group_id)] = view  # type: ignore[index]
     for group_id, group in shard.store.share.items():
         out[("share", group_id)] = group  # type: ignore[index]  # dataclass equality

@@ -1,7 +1,7 @@
 """The base of group events and their causes (see `events`): a `Cause`
 subclass per reason something happened to a group, and the JSON form every
 event shares. Classic-group events and causes are in `events`, consumer
-(KIP-848) ones in `events_consumer`; both build on this module."""
+(KIP-848) ones in `events_modern`; both build on this module."""
 
 from __future__ import annotations
 

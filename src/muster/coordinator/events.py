@@ -29,6 +29,13 @@ StaticMemberReplaced — a static member rejoined under a new member id:
   group_id, group_instance_id, old_member_id, new_member_id, rebalance (True
   when the replacement starts a rebalance, False when the group stays Stable
   and the new id inherits the assignment), at_ms.
+JoinWaiting        — a member's JoinGroup is held in PreparingRebalance until
+  the join phase ends (it has rejoined this round): group_id, generation (the
+  one being left), member_id, group_instance_id, client_id, joined (members
+  rejoined so far), member_count, deadline_ms (when the join phase ends at the
+  latest: members not rejoined by then are dropped), at_ms. Written so a
+  watcher can tell, live, who has rejoined and who is still awaited; Kafka's
+  DescribeGroups cannot say it.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from muster.coordinator import events_consumer as _consumer
+from muster.coordinator import events_modern as _consumer
 from muster.coordinator.event_base import (  # noqa: F401 (names this module always had)
     NO_REASON,
     Cause,
@@ -55,7 +62,7 @@ from muster.coordinator.event_base import (  # noqa: F401 (names this module alw
 # its code (the `cause` field on disk) and its words. Adding a cause is one
 # new subclass here, used where the coordinator starts the rebalance;
 # `muster.explain`, the analytics and the metrics find it by its code. The
-# base class is in `event_base`; consumer-group causes in `events_consumer`.
+# base class is in `event_base`; consumer-group causes in `events_modern`.
 
 
 class MemberJoined(Cause):
@@ -312,6 +319,19 @@ class StaticMemberReplaced(_Event):
     at_ms: int
 
 
+@dataclass(frozen=True)
+class JoinWaiting(_Event):
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    joined: int
+    member_count: int
+    deadline_ms: int
+    at_ms: int
+
+
 GroupEvent = (
     GroupStateChanged
     | RebalanceStarted
@@ -320,6 +340,7 @@ GroupEvent = (
     | GroupStoreFailed
     | MemberRemoved
     | StaticMemberReplaced
+    | JoinWaiting
 )
 
 
@@ -333,6 +354,7 @@ EVENT_TYPES: dict[str, type[GroupEvent]] = {
         GroupStoreFailed,
         MemberRemoved,
         StaticMemberReplaced,
+        JoinWaiting,
     )
 }
 
@@ -441,6 +463,8 @@ def fold(events: Iterable[GroupEvent]) -> list[Rebalance | Note]:
         removed_before_start.clear()
 
     for event in events:
+        if isinstance(event, JoinWaiting):
+            continue  # the join phase's progress: live views read it, the story does not
         in_progress = current is not None and not current.done
         if isinstance(event, RebalanceStarted):
             rebalance = open_rebalance()

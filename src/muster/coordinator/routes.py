@@ -3,10 +3,10 @@
 The shard refuses a request for a group it does not serve (an invalid id, a
 partition still loading, a group of another partition) with the error
 answer of its type (`REFUSALS`), then runs the row of the group's kind:
-`classic` for a classic group or a group id nobody holds yet, `consumer`
-for a KIP-848 consumer group (`GroupStore.kind_of`). Classic members inside
-a consumer group are the `consumer` rows of the classic requests
-(`groups/consumer/classic_bridge.py`). Share groups (KIP-932) bring their
+`classic` for a classic group or a group id nobody holds yet, `consumer` (`MODERN`)
+for a KIP-848 group, `groups/modern/` (`GroupStore.kind_of`). Classic members inside
+a modern group are the `MODERN` rows of the classic requests
+(`groups/modern/classic_bridge.py`). Share groups (KIP-932) bring their
 own kind and rows. Requests over several groups or none (OffsetFetch,
 DescribeGroups, ListGroups, DeleteGroups, ConsumerGroupDescribe, CompleteTxn)
 are the shard's own rows (kind None) in the same table (`shard._ROUTES`).
@@ -24,10 +24,10 @@ from muster.coordinator import requests as rq
 from muster.coordinator import responses as rs
 from muster.coordinator.context import Effects
 from muster.coordinator.groups.classic import join, leave, liveness, sync
-from muster.coordinator.groups.consumer import classic_bridge
-from muster.coordinator.groups.consumer import heartbeat as consumer_heartbeat
-from muster.coordinator.groups.consumer import shard_api as consumer
-from muster.coordinator.groups.consumer.api import (
+from muster.coordinator.groups.modern import classic_bridge
+from muster.coordinator.groups.modern import heartbeat as modern_heartbeat
+from muster.coordinator.groups.modern import shard_api as modern
+from muster.coordinator.groups.modern.api import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResponse,
 )
@@ -38,7 +38,7 @@ from muster.coordinator.groups.share.api import (
     ShareOffsetsChange,
     ShareOffsetsChangeResponse,
 )
-from muster.coordinator.groups.store import CLASSIC, CONSUMER, SHARE, GroupStore
+from muster.coordinator.groups.store import CLASSIC, MODERN, SHARE, GroupStore
 from muster.coordinator.offsets.manager import commit_response
 
 if TYPE_CHECKING:  # the shard holds the table
@@ -107,13 +107,13 @@ def _refuse_offsets_change(fx: Effects, rid: int, req: ShareOffsetsChange, error
 
 
 def _not_share(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
-    """A request of a share group's member for a consumer group's id."""
+    """A request of a share group's member for a modern (KIP-848) group's id."""
     msg = f"Group {req.group_id} is not a share group."
     fx.reply(rid, ShareGroupHeartbeatResponse(E.GROUP_ID_NOT_FOUND, msg))
 
 
 def _share_only(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
-    """A classic or consumer request for a share group's id: Kafka answers
+    """A classic or modern group's request for a share group's id: Kafka answers
     its type's error for a group of another kind."""
     refuse = REFUSALS[type(req)]
     error = E.INCONSISTENT_GROUP_PROTOCOL if isinstance(req, rq.JoinGroup) else E.GROUP_ID_NOT_FOUND
@@ -141,9 +141,9 @@ def _classic_commit(shard: CoordinatorShard, fx: Effects, rid: int, req: rq.Offs
     shard.offsets.commit(fx, rid, req)
 
 
-def _consumer_commit(shard: CoordinatorShard, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
+def _modern_commit(shard: CoordinatorShard, fx: Effects, rid: int, req: rq.OffsetCommit) -> None:
     store = shard.store
-    error = consumer.validate_commit(store, store.consumer[req.group_id], req)
+    error = modern.validate_commit(store, store.modern[req.group_id], req)
     if error is not None:
         fx.reply(rid, commit_response(req.topics, error))
     else:
@@ -156,11 +156,11 @@ def _classic_txn_commit(
     shard.offsets.txn_commit(fx, rid, req)
 
 
-def _consumer_txn_commit(
+def _modern_txn_commit(
     shard: CoordinatorShard, fx: Effects, rid: int, req: rq.TxnOffsetCommit
 ) -> None:
     store = shard.store
-    error = consumer.validate_commit(store, store.consumer[req.group_id], req)
+    error = modern.validate_commit(store, store.modern[req.group_id], req)
     if error is not None:
         fx.reply(rid, commit_response(req.topics, error))
     else:
@@ -187,8 +187,8 @@ def _classic_offset_delete(shard: CoordinatorShard, fx: Effects, req: Any) -> An
     return shard.offsets.offset_delete(fx, req)
 
 
-def _consumer_offset_delete(shard: CoordinatorShard, fx: Effects, req: Any) -> Any:
-    return consumer.offset_delete(shard.offsets, fx, shard.store.consumer[req.group_id], req)
+def _modern_offset_delete(shard: CoordinatorShard, fx: Effects, req: Any) -> Any:
+    return modern.offset_delete(shard.offsets, fx, shard.store.modern[req.group_id], req)
 
 
 def _offsets_deleted(rid: int, resp: rs.OffsetDeleteResponse, error: int, fx: Effects) -> None:
@@ -223,21 +223,21 @@ GROUP_ROWS: dict[tuple[str, type], Row] = {
     (CLASSIC, rq.TxnOffsetCommit): _classic_txn_commit,
     (CLASSIC, rq.OffsetDelete): _offset_delete(_classic_offset_delete),
     # a consumer heartbeat for a classic group (or none yet) may upgrade it
-    (CLASSIC, ConsumerGroupHeartbeat): _in_store(consumer_heartbeat.handle_heartbeat),
-    (CONSUMER, rq.JoinGroup): _in_store(classic_bridge.join_group),
-    (CONSUMER, rq.SyncGroup): _in_store(classic_bridge.sync),
-    (CONSUMER, rq.Heartbeat): _in_store(classic_bridge.heartbeat),
-    (CONSUMER, rq.LeaveGroup): _in_store(classic_bridge.leave),
-    (CONSUMER, rq.OffsetCommit): _consumer_commit,
-    (CONSUMER, rq.TxnOffsetCommit): _consumer_txn_commit,
-    (CONSUMER, rq.OffsetDelete): _offset_delete(_consumer_offset_delete),
-    (CONSUMER, ConsumerGroupHeartbeat): _in_store(consumer_heartbeat.handle_heartbeat),
+    (CLASSIC, ConsumerGroupHeartbeat): _in_store(modern_heartbeat.handle_heartbeat),
+    (MODERN, rq.JoinGroup): _in_store(classic_bridge.join_group),
+    (MODERN, rq.SyncGroup): _in_store(classic_bridge.sync),
+    (MODERN, rq.Heartbeat): _in_store(classic_bridge.heartbeat),
+    (MODERN, rq.LeaveGroup): _in_store(classic_bridge.leave),
+    (MODERN, rq.OffsetCommit): _modern_commit,
+    (MODERN, rq.TxnOffsetCommit): _modern_txn_commit,
+    (MODERN, rq.OffsetDelete): _offset_delete(_modern_offset_delete),
+    (MODERN, ConsumerGroupHeartbeat): _in_store(modern_heartbeat.handle_heartbeat),
     # a share heartbeat for an unused id makes a share group
     (CLASSIC, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
-    (CONSUMER, ShareGroupHeartbeat): _not_share,
+    (MODERN, ShareGroupHeartbeat): _not_share,
     (SHARE, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
     (CLASSIC, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
-    (CONSUMER, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    (MODERN, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
     (SHARE, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
     **{
         (SHARE, t): _share_only

@@ -38,17 +38,16 @@ from muster.coordinator.groups.classic.domain import ClassicDomain
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.classic.state import GroupState as S
 from muster.coordinator.groups.classic.timers import TimerHandler
-from muster.coordinator.groups.consumer import describe as consumer_describe
-from muster.coordinator.groups.consumer import shard_api as consumer
-from muster.coordinator.groups.consumer.api import ConsumerGroupDescribe
-from muster.coordinator.groups.consumer.domain import ConsumerDomain
+from muster.coordinator.groups.modern import describe as modern_describe
+from muster.coordinator.groups.modern import shard_api as modern
+from muster.coordinator.groups.modern.api import ConsumerGroupDescribe
+from muster.coordinator.groups.modern.domain import ModernDomain
 from muster.coordinator.groups.share import describe as share_describe
 from muster.coordinator.groups.share import heartbeat as share_heartbeat
 from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareGroupDescribeResponse
 from muster.coordinator.groups.share.domain import ShareDomain
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.domain import OffsetsDomain
-from muster.coordinator.offsets.load import replay_latest
 from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.partitioning import partition_for
 from muster.coordinator.result import Cancel, Result, Schedule
@@ -87,7 +86,7 @@ class CoordinatorShard:
         self.domains: tuple[Domain, ...] = (
             OffsetsDomain(self.offsets, self._is_loading),
             ClassicDomain(self.store, self.offsets, self._is_loading),
-            ConsumerDomain(self.store, self._armed),
+            ModernDomain(self.store, self._armed),
             ShareDomain(self.store),
         )
         # the one replay dispatch, by record type (a key's version), at load
@@ -182,8 +181,18 @@ class CoordinatorShard:
     def replay_latest(self, latest: Mapping[bytes, tuple[int, bytes | None]]) -> None:
         """Replay the last record of each key, in log order of those records
         (what compaction would leave: the same state as replaying every
-        record); offset commits take a fast path (`offsets/load.py`)."""
-        replay_latest(self, latest)
+        record), each applied as `replay` applies a record: by its domain in
+        the one table. `replay`'s own steps are inline (a load is a million
+        records), the log position once at the end."""
+        domain_of = self._replay_table.get
+        top = self.next_seq - 1
+        for key, (offset, value) in latest.items():
+            domain = domain_of(record_type(key))
+            if domain is not None:
+                domain.apply(key, value, offset, None)
+            if offset > top:
+                top = offset
+        self.next_seq = top + 1
 
     def loaded(self, now_ms: int) -> Result:
         """Loading is over: re-arm members' session deadlines and offset expiry."""
@@ -206,7 +215,7 @@ class CoordinatorShard:
                     None,
                     f"loaded with {len(group.members)} members, over group.max.size",
                 )
-        consumer.arm_timers(self.store, fx)
+        modern.arm_timers(self.store, fx)
         share_heartbeat.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
         return self.finish(fx)
@@ -271,9 +280,9 @@ class CoordinatorShard:
 
     # ---- dispatch ------------------------------------------------------------
 
-    def _consumer_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
+    def _modern_describe(self, fx: Effects, rid: int, req: ConsumerGroupDescribe) -> None:
         errors = [self._group_error(gid, req) for gid in req.group_ids]
-        consumer.describe(self.store, fx, rid, req, errors)
+        modern.describe(self.store, fx, rid, req, errors)
 
     def _share_describe(self, fx: Effects, rid: int, req: ShareGroupDescribe) -> None:
         out = []
@@ -283,7 +292,7 @@ class CoordinatorShard:
             if error is not None:
                 out.append({**share_describe.not_found(gid, ""), "error_code": error})
             elif group is None:
-                other = gid in self.store.consumer or self.store.get(gid) is not None
+                other = gid in self.store.modern or self.store.get(gid) is not None
                 msg = f"Group {gid} is not a share group." if other else f"Group {gid} not found."
                 out.append(share_describe.not_found(gid, msg))
             else:
@@ -305,9 +314,9 @@ class CoordinatorShard:
         out = []
         for fg in req.groups:
             error = self._group_error(fg.group_id, req)
-            cgroup = self.store.consumer.get(fg.group_id)
+            cgroup = self.store.modern.get(fg.group_id)
             if error is None and cgroup is not None:
-                error = consumer.validate_fetch(cgroup, fg.member_id, fg.member_epoch)
+                error = modern.validate_fetch(cgroup, fg.member_id, fg.member_epoch)
             if error is not None:
                 out.append(rs.FetchedGroup(fg.group_id, (), error))
             else:
@@ -321,7 +330,7 @@ class CoordinatorShard:
             if error is not None:
                 out.append(rs.DescribedGroup(error, gid, "", "", ""))
             else:
-                # a consumer group is not a classic one: Kafka answers Dead
+                # a modern group is not a classic one: Kafka answers Dead
                 described = admin.describe(gid, self.store.get(gid))
                 if req.include_authorized_operations:
                     described = dataclasses.replace(
@@ -339,12 +348,12 @@ class CoordinatorShard:
                 admin.listing(g)
                 for g in self.store
                 if admin.listed(g, req.states_filter, req.types_filter)
-                and g.group_id not in self.store.consumer
+                and g.group_id not in self.store.modern
             )
             + tuple(
-                rs.ListedGroup(g.group_id, consumer_describe.PROTOCOL_TYPE, g.state, "consumer")
-                for g in consumer.all_groups(self.store)
-                if consumer_describe.listed(g, req.states_filter, req.types_filter)
+                rs.ListedGroup(g.group_id, modern_describe.PROTOCOL_TYPE, g.state, "consumer")
+                for g in modern.all_groups(self.store)
+                if modern_describe.listed(g, req.states_filter, req.types_filter)
             )
             + tuple(
                 rs.ListedGroup(g.group_id, share_describe.PROTOCOL_TYPE, g.state, "share")
@@ -364,8 +373,8 @@ class CoordinatorShard:
                 error = E.NON_EMPTY_GROUP if share.members else E.NONE
                 if not share.members:
                     share_heartbeat.tombstones(self.store, fx, share)
-            elif error is None and gid in self.store.consumer:
-                error = consumer.delete_group(self.offsets, fx, self.store.consumer[gid])
+            elif error is None and gid in self.store.modern:
+                error = modern.delete_group(self.offsets, fx, self.store.modern[gid])
             elif error is None:
                 group = self.store.get(gid)
                 if group is None or group.is_(S.DEAD):
@@ -407,10 +416,10 @@ def _in_store(on_timer: TimerHandler) -> Callable[[CoordinatorShard, Effects, Ti
 _TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
     EXPIRE_OFFSETS_KEY.kind: CoordinatorShard._expire_offsets,
     **{kind: _in_store(on) for kind, on in classic_timers.TIMERS.items()},
-    **{kind: _in_store(on) for kind, on in consumer.TIMERS.items()},
+    **{kind: _in_store(on) for kind, on in modern.TIMERS.items()},
     share_heartbeat.SESSION: _in_store(share_heartbeat.session_expired),
 }
-assert len(_TIMERS) == 2 + len(classic_timers.TIMERS) + len(consumer.TIMERS), "a kind twice"
+assert len(_TIMERS) == 2 + len(classic_timers.TIMERS) + len(modern.TIMERS), "a kind twice"
 
 
 # every coordinator request, by (group kind, request type): the groups' rows
@@ -423,6 +432,6 @@ _ROUTES: dict[tuple[str | None, type], Callable[[CoordinatorShard, Effects, int,
     (None, rq.ListGroups): CoordinatorShard._list,
     (None, rq.DeleteGroups): CoordinatorShard._delete_groups,
     (None, rq.CompleteTxn): CoordinatorShard._complete_txn,
-    (None, ConsumerGroupDescribe): CoordinatorShard._consumer_describe,
+    (None, ConsumerGroupDescribe): CoordinatorShard._modern_describe,
     (None, ShareGroupDescribe): CoordinatorShard._share_describe,
 }

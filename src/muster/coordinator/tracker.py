@@ -4,11 +4,11 @@ until the runtime reports its fate, then completed (durable) or abandoned
 (failed), the same way for every kind of state. The shard computes and
 replays; it holds no write.
 
-Each kind of durable state of a shard (offsets, classic groups, consumer
+Each kind of durable state of a shard (offsets, classic groups, modern
 groups) is a `Domain`: it applies a record, it snapshots what a step changed
 before the step's records are durable, and it restores snapshots when an
 append fails. Offsets and classic groups apply on durability and take no
-snapshot; consumer groups apply at write time (as Kafka does) and snapshot
+snapshot; modern groups apply at write time (as Kafka does) and snapshot
 the groups they changed. The tracker never looks at a record's type: the
 shard's `replay` finds the record's domain in its table (`domain_of`), at
 load and when a write is durable alike.

@@ -11,7 +11,7 @@ kafka-console-consumer's offsets formatter) read exactly this.
 |---|---|---|
 | OffsetCommit | 0, 1 (we write 1) | 0-3 (we write 3; 1 when an expire timestamp is set) |
 | GroupMetadata | 2 | 0-3 (we write 3) |
-| ConsumerGroup* (KIP-848) | 3-8, 16 | 0, flexible (`consumer_group_records`) |
+| ConsumerGroup* (KIP-848) | 3-8, 16 | 0, flexible (`modern_group_records`) |
 
 Schemas with `flexible_from` set use Kafka's flexible encoding from that
 version on (compact lengths, tagged fields): see `flexible.py`.
@@ -432,18 +432,39 @@ def offset_commit_key_fields(data: bytes) -> tuple[str, str, int] | None:
     return None
 
 
-def offset_commit_key_split(data: bytes) -> tuple[bytes, int]:
-    """An OffsetCommitKey as (the bytes before its partition, its partition):
-    the partition is a key's last four bytes, so keys of one (group, topic)
-    share the first part (the load path reads group and topic once per run
-    of such keys). Only for a key `offset_commit_key_fields` reads."""
-    n = len(data)
-    return data[: n - 4], _unpack_int32(data, n - 4)[0] if n >= 4 else -1
+class OffsetCommitKeyReader:
+    """`offset_commit_key_fields` for a stream of OffsetCommitKeys (a shard's
+    replay, at load and live). Keys of one (group, topic) share every byte
+    but the partition, their last four, and come in runs (a commit's
+    records; a load's, nearly all of a large log), so the group and topic
+    read for one key serve the next keys of its run, read by one slice and
+    one struct call. The run's first bytes are remembered only for a key of
+    the usual shape, whose partition is exactly its last four bytes."""
+
+    __slots__ = ("_names", "_prefix")
+
+    def __init__(self) -> None:
+        self._prefix: bytes | None = None
+        self._names = ("", "")
+
+    def read(self, data: bytes) -> tuple[str, str, int]:
+        n = len(data)
+        prefix = data[: n - 4]
+        if prefix == self._prefix:
+            group, topic = self._names
+            return group, topic, _unpack_int32(data, n - 4)[0]
+        fields = offset_commit_key_fields(data)
+        if fields is None:
+            raise RecordFormatError("not an OffsetCommitKey")
+        usual = n >= 8 and _unpack_int32(data, n - 4)[0] == fields[2]
+        self._prefix = prefix if usual else None
+        self._names = (fields[0], fields[1])
+        return fields
 
 
 # key version -> key schema of the other record types (versions 0 and 1, the
 # OffsetCommitKey, are read by offset_commit_key_fields; versions 3+ belong to
-# newer coordinators' records: consumer_group_records.py)
+# newer coordinators' records: modern_group_records.py)
 _KEY_SCHEMAS = {2: "GroupMetadataKey"}
 
 

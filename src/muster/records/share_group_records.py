@@ -1,6 +1,6 @@
 """Kafka's ShareGroup* records of `__consumer_offsets` (KIP-932), declared in
 the one schema table of `offsets_topic` and encoded by its codec, like the
-ConsumerGroup* records (`consumer_group_records.py`).
+ConsumerGroup* records (`modern_group_records.py`).
 
 Record types (the key's version; Kafka 4.4's `CoordinatorRecordType`), key
 fields -> value fields, every value version 0 and flexible:
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from muster.records.consumer_group_records import (
+from muster.records.modern_group_records import (
     TOPIC_PARTITIONS,
     TopicPartitions,
     key_schema,

@@ -96,10 +96,10 @@ ENTRIES: tuple[ApiEntry, ...] = (
         "ConsumerGroupHeartbeat",
         0,
         1,
-        "consumer_groups:handle_consumer_group_heartbeat",
+        "modern_groups:handle_consumer_group_heartbeat",
         serial=True,
     ),
-    ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "consumer_groups:handle_consumer_group_describe"),
+    ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "modern_groups:handle_consumer_group_describe"),
     ApiEntry(60, "DescribeCluster", 0, 2, "cluster_admin:handle_describe_cluster"),
     ApiEntry(35, "DescribeLogDirs", 1, 4, "cluster_admin:handle_describe_log_dirs"),
     ApiEntry(61, "DescribeProducers", 0, 0, "transactions:handle_describe_producers"),
@@ -109,6 +109,8 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(
         46, "ListPartitionReassignments", 0, 0, "replicas:handle_list_partition_reassignments"
     ),
+    ApiEntry(48, "DescribeClientQuotas", 0, 1, "configs:handle_describe_client_quotas"),
+    ApiEntry(49, "AlterClientQuotas", 0, 1, "configs:handle_alter_client_quotas", serial=True),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(

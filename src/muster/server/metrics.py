@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from muster.coordinator import events as ev
-from muster.coordinator import events_consumer as cev
+from muster.coordinator import events_modern as cev
 
 log = logging.getLogger(__name__)
 

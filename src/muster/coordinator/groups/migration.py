@@ -27,7 +27,7 @@ a failed append restores the group as it was (`writes.revert`).
 from __future__ import annotations
 
 from muster.coordinator import errors as E
-from muster.coordinator import events_consumer as ce
+from muster.coordinator import events_modern as ce
 from muster.coordinator.context import (
     Effects,
     heartbeat_key,
@@ -40,7 +40,7 @@ from muster.coordinator.groups.classic.members import schedule_heartbeat
 from muster.coordinator.groups.classic.persist import store_group
 from muster.coordinator.groups.classic.rebalance import prepare_rebalance
 from muster.coordinator.groups.classic.state import GroupState
-from muster.coordinator.groups.consumer.group import (
+from muster.coordinator.groups.modern.group import (
     ConsumerGroup,
     current_assignment_record,
     epoch_record,
@@ -48,10 +48,10 @@ from muster.coordinator.groups.consumer.group import (
     regex_record,
     target_member_record,
 )
-from muster.coordinator.groups.consumer.member import ConsumerMember, MemberState, Partitions
-from muster.coordinator.groups.consumer.target import SubscribedTopic
-from muster.coordinator.groups.consumer.validate import Reject
-from muster.coordinator.groups.consumer.writes import (
+from muster.coordinator.groups.modern.member import ConsumerMember, MemberState, Partitions
+from muster.coordinator.groups.modern.target import SubscribedTopic
+from muster.coordinator.groups.modern.validate import Reject
+from muster.coordinator.groups.modern.writes import (
     join_timer,
     revocation_key,
     session_key,
@@ -61,7 +61,7 @@ from muster.coordinator.groups.consumer.writes import (
 from muster.coordinator.groups.store import GroupStore
 from muster.coordinator.responses import JoinGroupResponse, SyncGroupResponse
 from muster.protocol import consumer_protocol as cp
-from muster.records.consumer_group_records import (
+from muster.records.modern_group_records import (
     ClassicMemberMetadata,
     ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -146,7 +146,7 @@ def upgrade(store: GroupStore, fx: Effects, classic: ClassicGroup, image: object
     fx.cancel(join_key(gid))
     fx.cancel(sync_key(gid))
     # a failed append or an error answer puts the classic group back (`writes.revert`)
-    fx.undo.setdefault(gid, classic)
+    fx.modern_undo.setdefault(gid, classic)
     fx.record((encode_key(GroupMetadataKey(gid)), None))
     store.remove(gid)
     # Kafka's ConsumerGroup.createConsumerGroupRecords, in its order
@@ -170,7 +170,7 @@ def upgrade(store: GroupStore, fx: Effects, classic: ClassicGroup, image: object
             gid, "consumer", epoch, len(members), ce.GROUP_UPGRADED, "", fx.now
         )
     )
-    return store.consumer[gid]
+    return store.modern[gid]
 
 
 def _from_classic(classic: ClassicGroup, m: Member, image: object) -> ConsumerMember:

@@ -10,7 +10,7 @@ from typing import Any
 
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.classic.group import ClassicGroup
-from muster.coordinator.groups.consumer.group import ConsumerGroup
+from muster.coordinator.groups.modern.group import ConsumerGroup
 from muster.coordinator.groups.share.group import ShareGroup
 from muster.records.offsets_topic import GroupMetadataValue
 
@@ -22,7 +22,7 @@ def random_member_id(prefix: str) -> str:
 
 # group kinds: the first key of the shard's request table (`coordinator/routes.py`)
 CLASSIC = "classic"  # a classic group, or an id no group holds yet
-CONSUMER = "consumer"  # a KIP-848 consumer group
+MODERN = "consumer"  # a KIP-848 group (modern/); "consumer" is its type on the wire
 SHARE = "share"  # a KIP-932 share group
 
 
@@ -31,9 +31,9 @@ class GroupStore:
     cfg: CoordinatorConfig
     new_member_id: Callable[[str], str] = random_member_id
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
-    # KIP-848 consumer groups: all durable state, changed only by
-    # `consumer.group.apply` (at write time and at load)
-    consumer: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # modern (KIP-848) groups: all durable state, changed only by
+    # `modern.group.apply` (at write time and at load)
+    modern: dict[str, ConsumerGroup] = field(default_factory=dict)
     # KIP-932 share groups: durable, changed only by `share.group.apply`
     share: dict[str, ShareGroup] = field(default_factory=dict)
     # transient: the topic image of each share group's last heartbeat
@@ -41,8 +41,8 @@ class GroupStore:
     # durable state: each group's last GroupMetadata record (log position,
     # value); only `replay_metadata` changes it
     records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)
-    # transient: (group, member) -> when a classic member of a consumer group
-    # told to rejoin is fenced (`consumer/classic_bridge.py`)
+    # transient: (group, member) -> when a classic member of a modern group
+    # told to rejoin is fenced (`modern/classic_bridge.py`)
     classic_join_due: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def persisted(self, group_id: str) -> GroupMetadataValue | None:
@@ -60,10 +60,10 @@ class GroupStore:
             self.records[group_id] = (seq, value)
 
     def kind_of(self, group_id: str) -> str:
-        """The kind of group that serves this id (SHARE, CONSUMER or CLASSIC)."""
+        """The kind of group that serves this id (SHARE, MODERN or CLASSIC)."""
         if group_id in self.share:
             return SHARE
-        return CONSUMER if group_id in self.consumer else CLASSIC
+        return MODERN if group_id in self.modern else CLASSIC
 
     def get(self, group_id: str) -> ClassicGroup | None:
         return self.groups.get(group_id)

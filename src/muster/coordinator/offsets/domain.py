@@ -2,7 +2,13 @@
 (`coordinator/tracker.py`): OffsetCommit records apply once durable; what a
 write in flight hides or holds meanwhile (`GroupOffsets.pending` /
 `.deleting`) is repaired by its step's own continuations, so there is no
-snapshot to restore."""
+snapshot to restore.
+
+Its `apply` is the one reader of OffsetCommit records, at load (nearly all
+of a large log) and live alike, so it reads them the fast way: the records'
+own readers (`muster.records.offsets_topic`) give plain fields, without key
+or value objects, and the (group, topic) of a key is read once per run of
+keys that share it (`OffsetCommitKeyReader`)."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from muster.coordinator.offsets.manager import OffsetManager
 from muster.coordinator.offsets.state import CommittedOffset
 from muster.records.offsets_topic import (
     OFFSET_COMMIT_KEY_VERSION,
-    offset_commit_key_fields,
+    OffsetCommitKeyReader,
     offset_commit_value_fields,
 )
 
@@ -25,17 +31,19 @@ class OffsetsDomain:
     def __init__(self, offsets: OffsetManager, loading: Callable[[], bool]) -> None:
         self.offsets = offsets
         self._loading = loading
+        self._read_key = OffsetCommitKeyReader().read
+        self._groups = offsets.store.groups
 
     def apply(self, key: bytes, value: bytes | None, offset: int, producer_id: int | None) -> None:
-        fields = offset_commit_key_fields(key)
-        assert fields is not None  # a v0/v1 key is read, or its reader raises
-        group_id, topic, partition = fields
+        group_id, topic, partition = self._read_key(key)
         committed = (
             None if value is None else CommittedOffset(*offset_commit_value_fields(value), offset)
         )
         self.offsets.replay_offset(group_id, (topic, partition), committed, offset, producer_id)
-        if committed is not None and self._loading():
-            self.offsets.store.get_or_create(group_id)  # offsets alone make a (simple) group
+        # while loading, offsets alone make a (simple) group; the group's
+        # presence is asked first, as nearly every record finds it
+        if committed is not None and group_id not in self._groups and self._loading():
+            self.offsets.store.get_or_create(group_id)
 
     def snapshot(self, fx: Effects) -> Any | None:
         return None

@@ -13,7 +13,7 @@ from muster.coordinator.context import Effects, heartbeat_key, pending_key
 from muster.coordinator.groups.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from muster.coordinator.groups.classic.members import reset_and_propagate_assignment_error
 from muster.coordinator.groups.classic.state import GroupState as S
-from muster.coordinator.groups.consumer.group import ConsumerGroup
+from muster.coordinator.groups.modern.group import ConsumerGroup
 from muster.coordinator.groups.store import GroupStore
 from muster.coordinator.offsets.state import (
     TP,
@@ -129,7 +129,16 @@ class OffsetManager:
                 for held in offsets.txn.values():
                     held.pop(tp, None)
             return
-        put_committed(self._of(group_id).committed, tp, committed)
+        # `_of` and `put_committed`, inline where they cannot differ: this
+        # runs for every record of a load
+        offsets = self.groups.get(group_id)
+        if offsets is None:
+            offsets = self.groups[group_id] = GroupOffsets()
+        held = offsets.committed
+        if tp in held:  # the apply rule decides
+            put_committed(held, tp, committed)
+        else:
+            held[tp] = committed
 
     def replay_marker(self, producer_id: int, commit: bool) -> None:
         """A transaction marker: a commit moves the producer's offsets into the
@@ -317,7 +326,7 @@ class OffsetManager:
 
     def fetch(self, fg: FetchGroup, require_stable: bool) -> FetchedGroup:
         group = self.store.get(fg.group_id)
-        if (group is None or group.is_(S.DEAD)) and fg.group_id not in self.store.consumer:
+        if (group is None or group.is_(S.DEAD)) and fg.group_id not in self.store.modern:
             if fg.topics is None:
                 return FetchedGroup(fg.group_id, ())
             return FetchedGroup(
@@ -509,11 +518,11 @@ class OffsetManager:
         now = fx.now
         if not self._expiry_pass:
             self._expiry_pass.extend(group.group_id for group in self.store)
-            self._expiry_pass.extend(self.store.consumer)
+            self._expiry_pass.extend(self.store.modern)
         removed = 0
         while self._expiry_pass and removed < budget:
             group_id = self._expiry_pass.popleft()
-            cgroup = self.store.consumer.get(group_id)
+            cgroup = self.store.modern.get(group_id)
             if cgroup is not None:
                 removed += self._expire_consumer_group(cgroup, fx, now, retention)
                 continue

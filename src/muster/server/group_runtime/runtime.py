@@ -144,8 +144,9 @@ class ShardRuntime:
         # thread): the broker listens before the coordinator core is imported.
         assert shard is not None or make_shard is not None
         self.shard: CoordinatorShard = shard  # type: ignore[assignment]
-        # the shard's writes in flight, from their append to their fate
-        self.tracker: WriteTracker = None if shard is None else WriteTracker(shard)  # type: ignore[assignment]
+        # the shard's writes in flight, from their append to their fate; made
+        # with the shard (here, or by load() when it makes the shard)
+        self._tracker = None if shard is None else WriteTracker(shard)
         self._make_shard = make_shard
         # the wall clock in ms; the deterministic simulation passes a fake one
         self.clock = clock
@@ -171,6 +172,13 @@ class ShardRuntime:
         # while its fsync is outstanding, what to run once it is done]
         self._writes: deque[list[Any]] = deque()
 
+    @property
+    def tracker(self) -> WriteTracker:
+        """The shard's write tracker: there once the shard is, which is before
+        anything is appended (load() runs before start())."""
+        assert self._tracker is not None, "no shard yet: load() first"
+        return self._tracker
+
     # ---- lifecycle -----------------------------------------------------
 
     def load(self) -> int:
@@ -185,7 +193,7 @@ class ShardRuntime:
         if self.shard is None:
             assert self._make_shard is not None
             self.shard = self._make_shard()
-            self.tracker = WriteTracker(self.shard)
+            self._tracker = WriteTracker(self.shard)
         replay_started = time.perf_counter()
         self.setup_seconds = replay_started - started
         txns = TxnReplay()

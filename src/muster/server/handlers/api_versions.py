@@ -1,4 +1,12 @@
-"""ApiVersions: answered from the one API table that also drives dispatch."""
+"""ApiVersions: answered from the one API table that also drives dispatch.
+
+From v3 it also tells the feature levels (KIP-584), which UIs and
+`kafka-features.sh describe` / Admin.describeFeatures read to name the
+cluster's version. muster finalizes what it serves as a one-node Kafka 4.4 does:
+`metadata.version` 33 (Kafka 4.4's level, the one UIs read the version from) and
+`group.version` 1 (KIP-848 consumer groups). Not `transaction.version` 2: a Java
+producer would then speak KIP-890's EndTxn v5, which muster does not serve;
+nor streams, share or ELR, which it does not implement (conformance/DIFFERENCES.md D1.c)."""
 
 from __future__ import annotations
 
@@ -7,6 +15,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from muster.server.state import RequestContext
+
+METADATA_VERSION = 33  # Kafka 4.4's (kafka-diff api_versions.request_v3)
+# the range a Kafka 4.4 broker says it supports
+SUPPORTED_FEATURES = ({"name": "metadata.version", "min_version": 7, "max_version": 33},)
+FINALIZED_FEATURES = tuple(
+    {"name": name, "min_version_level": level, "max_version_level": level}
+    for name, level in (("group.version", 1), ("metadata.version", METADATA_VERSION))
+)
+# the levels never change while muster runs: one epoch (Kafka's is a metadata offset)
+FINALIZED_FEATURES_EPOCH = 1
 
 
 def supported_versions(table: dict[int, Any]) -> list[dict[str, int]]:
@@ -18,4 +36,12 @@ def supported_versions(table: dict[int, Any]) -> list[dict[str, int]]:
 
 async def handle_api_versions(ctx: RequestContext, req: Any) -> dict[str, Any]:
     table = ctx.state.services.api_table
-    return {"error_code": ErrorCode.none, "api_keys": supported_versions(table), "throttle_time": 0}
+    return {
+        "error_code": ErrorCode.none,
+        "api_keys": supported_versions(table),
+        "throttle_time": 0,
+        # v3's tagged fields; the schemas of v0-v2 have none and ignore them
+        "supported_features": SUPPORTED_FEATURES,
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": FINALIZED_FEATURES,
+    }

@@ -21,7 +21,7 @@ from muster.protocol.small_responses import CommitAnswer
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.group_runtime.runtime import CoordinatorLoading, GroupCoordinator, Pending
-from muster.server.handlers.consumer_groups import TopicImage
+from muster.server.handlers.modern_groups import TopicImage
 from muster.server.security import advertised_endpoint
 from muster.server.state import RequestContext
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareGroupHeartbeat
-from muster.server.handlers.consumer_groups import TopicImage, describe, heartbeat
+from muster.server.handlers.modern_groups import TopicImage, describe, heartbeat
 from muster.server.state import RequestContext
 
 

@@ -14,7 +14,7 @@ from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareOffsets
 from muster.security.acl import Operation
 from muster.server import authz
 from muster.server.group_runtime.runtime import CoordinatorLoading
-from muster.server.handlers.consumer_groups import _coordinator
+from muster.server.handlers.modern_groups import _coordinator
 from muster.server.share_state import ShareState
 from muster.server.state import RequestContext
 from muster.share.partition import RecordState, SharePartition

@@ -84,6 +84,7 @@ class ClassicGroup:
     join_phase: JoinPhase | None = None
     initial_delay_ms: int = 0
     initial_remaining_ms: int = 0
+    join_deadline_ms: int = 0  # when the join timer fires (told in JoinWaiting events)
     trace: RebalanceTrace | None = None
     # bookkeeping of this group's GroupMetadata writes (transient): stores
     # appended so far and the last one known durable, in append order; the

@@ -58,7 +58,33 @@ def handle_join_group(store: GroupStore, fx: Effects, rid: int, req: JoinGroup) 
         _new_member_join(store, group, fx, rid, req)
     else:
         _current_member_join(store, group, fx, rid, req)
+    _tell_join_waiting(group, fx, rid, req)
     maybe_complete_join(store, group, fx)
+
+
+def _tell_join_waiting(group: ClassicGroup, fx: Effects, rid: int, req: JoinGroup) -> None:
+    """A JoinWaiting event when this request is now held by the join phase.
+    The member is the one named in the request or, for a new one, the member
+    just added (dicts keep insertion order): O(1), not a scan of the group."""
+    if not group.is_(S.PREPARING_REBALANCE) or not group.members:
+        return
+    candidates = (group.members.get(req.member_id), next(reversed(group.members.values())))
+    member = next((m for m in candidates if m is not None and m.awaiting_join == rid), None)
+    if member is None:
+        return
+    fx.emit(
+        ev.JoinWaiting(
+            group.group_id,
+            group.generation,
+            member.member_id,
+            member.group_instance_id,
+            member.client_id,
+            group.num_awaiting_join,
+            len(group.members),
+            group.join_deadline_ms,
+            fx.now,
+        )
+    )
 
 
 def _accept_joining_member(store: GroupStore, group: ClassicGroup, member_id: str) -> bool:

@@ -106,8 +106,13 @@ def prepare_rebalance(
         )
     )
     group.transition_to(S.PREPARING_REBALANCE, cause, fx)
-    fx.schedule(join_key(group.group_id), deadline)
+    _schedule_join(group, fx, deadline)
     maybe_complete_join(store, group, fx)
+
+
+def _schedule_join(group: ClassicGroup, fx: Effects, deadline_ms: int) -> None:
+    group.join_deadline_ms = deadline_ms
+    fx.schedule(join_key(group.group_id), deadline_ms)
 
 
 # ---- complete the join -----------------------------------------------------
@@ -133,7 +138,7 @@ def on_join_timer(store: GroupStore, group: ClassicGroup, fx: Effects) -> None:
             delay = min(store.cfg.group_initial_rebalance_delay_ms, group.initial_remaining_ms)
             group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
             group.initial_delay_ms = delay
-            fx.schedule(join_key(group.group_id), fx.now + delay)
+            _schedule_join(group, fx, fx.now + delay)
             return
         complete_join(store, group, fx, ev.INITIAL_DELAY_ELAPSED)
     else:
@@ -158,7 +163,7 @@ def complete_join(store: GroupStore, group: ClassicGroup, fx: Effects, waited_fo
     if not group.maybe_elect_new_joined_leader() and group.members:
         # nobody rejoined (only static members left): wait another round
         group.join_phase = JoinPhase.REBALANCE_TIMEOUT
-        fx.schedule(join_key(group.group_id), fx.now + group.rebalance_timeout_ms())
+        _schedule_join(group, fx, fx.now + group.rebalance_timeout_ms())
         return
     group.generation += 1
     if group.members:

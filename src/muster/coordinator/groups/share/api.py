@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from muster.coordinator.groups.consumer.target import SubscribedTopic
+from muster.coordinator.groups.modern.target import SubscribedTopic
 
 Assignment = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 
@@ -23,7 +23,7 @@ class ShareGroupHeartbeat:
     subscribed_topic_names: tuple[str, ...] | None = None  # None: unchanged
     client_id: str = ""
     client_host: str = ""
-    # the broker's topics when the request arrived (see consumer's TopicImage)
+    # the broker's topics when the request arrived (see `handlers/modern_groups.TopicImage`)
     topics: Mapping[str, SubscribedTopic] = field(default_factory=dict)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from muster.coordinator.groups.consumer.target import SubscribedTopic
+from muster.coordinator.groups.modern.target import SubscribedTopic
 from muster.coordinator.groups.share.group import Partitions, ShareMember
 
 NAME = "simple"

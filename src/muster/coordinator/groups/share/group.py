@@ -7,7 +7,7 @@ import copy
 import uuid
 from dataclasses import dataclass, field
 
-from muster.records.consumer_group_records import TopicPartitions
+from muster.records.modern_group_records import TopicPartitions
 from muster.records.share_group_records import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,

@@ -2,10 +2,10 @@
 
 A share member never revokes anything (its partitions are shared, records
 are locked one by one in the share partitions), so there is no
-reconciliation as in consumer groups: every heartbeat that sees the target
+reconciliation as in modern groups: every heartbeat that sees the target
 moved gets the new target at once, with the assignment epoch as its member
 epoch (Kafka's ShareGroupAssignmentBuilder likewise). Records are applied
-when written (`write`), as consumer groups do, and restored by the domain
+when written (`write`), as modern groups do, and restored by the domain
 if the append fails.
 """
 
@@ -77,7 +77,7 @@ def handle_heartbeat(store: GroupStore, fx: Effects, rid: int, req: ShareGroupHe
         )
     classic = store.get(gid)
     if gid not in store.share and (
-        gid in store.consumer or (classic is not None and bool(classic.members))
+        gid in store.modern or (classic is not None and bool(classic.members))
     ):
         return _error(fx, rid, E.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
     group = store.share.get(gid)
@@ -170,7 +170,7 @@ def handle_offsets_change(
     gid = req.group_id
     classic = store.get(gid)
     if gid not in store.share and (
-        gid in store.consumer or (classic is not None and bool(classic.members))
+        gid in store.modern or (classic is not None and bool(classic.members))
     ):
         fx.reply(
             rid,
