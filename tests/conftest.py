@@ -59,50 +59,23 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return certificates(tmp_path_factory.mktemp("certs"))
 
 
-# The Kafka `kafka_broker` started (until its last user is done), and that last user.
-_kafka: list[KafkaProcess] = []
-_last_kafka_user: list[pytest.Item] = []
-
-
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcess]:
-    """Apache Kafka 4.4 (single-node KRaft, from Maven's jars): the reference
-    muster's answers are held against. One for the run, not one per module: a
-    start costs ~15 s on CI and its three modules (tests/reference/ and
-    tests/spark/test_kafka_connector.py) use distinct topics and groups. It is
-    closed after the last test that uses it (pytest_runtest_teardown) rather
-    than at the session's end, so its JVM does not idle beside the tests after."""
+def _kafka_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcess]:
     broker = KafkaProcess(tmp_path_factory.mktemp("kafka")).start()
-    _kafka.append(broker)
     try:
         yield broker
     finally:
         broker.close()
 
 
-def _uses_kafka(item: pytest.Item, sources: dict[Path, str]) -> bool:
-    # a module naming the fixture may also take it through getfixturevalue()
-    if "kafka_broker" in getattr(item, "fixturenames", ()):
-        return True
-    if item.path not in sources:
-        sources[item.path] = item.path.read_text() if item.path.suffix == ".py" else ""
-    return "kafka_broker" in sources[item.path]
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    # A test that kill -9s the shared Kafka (tests/reference/test_kafka_process.py)
-    # and fails before its restart would leave it down for the next module's
-    # tests: they get it started again, as a Kafka of their own would have been.
-    if _kafka and _kafka[0].proc is None and _uses_kafka(item, {}):
-        _kafka[0].start()
-
-
-@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    if not _kafka:
-        return
-    if not _last_kafka_user:  # the run's items as selected (-k, deselection), once
-        sources: dict[Path, str] = {}
-        _last_kafka_user[:] = [i for i in item.session.items if _uses_kafka(i, sources)][-1:]
-    if item in _last_kafka_user:
-        _kafka.pop().close()  # the fixture's own close() at the session's end is a no-op then
+@pytest.fixture(scope="module")
+def kafka_broker(_kafka_process: KafkaProcess) -> KafkaProcess:
+    """Apache Kafka 4.4 (single-node KRaft, from Maven's jars): the reference
+    muster's answers are held against. One for the run, not one per module: a
+    start costs ~15 s on CI and its modules (tests/reference/,
+    tests/spark/test_kafka_connector.py) use distinct topics and groups. A
+    module that finds it down (a kill -9 test that failed before its restart)
+    gets it started again, as a Kafka of its own would have been."""
+    if _kafka_process.proc is None:
+        _kafka_process.start()
+    return _kafka_process
