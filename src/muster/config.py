@@ -176,6 +176,18 @@ PROPERTIES: tuple[Property, ...] = (
         2000,
         "Records in flight (acquired or available) per share partition.",
     ),
+    Property(
+        "share.coordinator.state.topic.num.partitions",
+        int,
+        50,
+        "Partitions of __share_group_state.",
+    ),
+    Property(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        int,
+        500,
+        "ShareUpdate records of a share partition between two ShareSnapshots.",
+    ),
     Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
     Property(

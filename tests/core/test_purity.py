@@ -85,8 +85,8 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "log": {"records", "config"},
     "coordinator": {"records", "protocol", "assignors", "_lazy"},
     "transactions": {"records"},
-    # KIP-932 share partitions: pure per-record state, no I/O
-    "share": set(),
+    # KIP-932 share partitions and their durable state: pure, no I/O
+    "share": {"records"},
     "assignors": {"protocol"},
     "explain": {"coordinator"},
     "server": {

@@ -30,7 +30,15 @@ ACCEPT = 1
 @pytest.fixture(scope="module")
 def share_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterProcess]:
     data: Path = tmp_path_factory.mktemp("share") / "data"
-    broker = MusterProcess(data, {"muster.fsync": "never", "muster.share.enable": "true"})
+    broker = MusterProcess(
+        data,
+        {
+            "muster.fsync": "never",
+            "muster.share.enable": "true",
+            "share.coordinator.state.topic.num.partitions": "3",
+            "share.coordinator.snapshot.update.records.per.snapshot": "3",
+        },
+    )
     broker.start()
     try:
         yield broker
@@ -55,6 +63,25 @@ class Conn:
 def _versions(conn: Conn) -> dict[int, tuple[int, int]]:
     answer = conn.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+
+
+def _heartbeat(conn: Conn, group: str, member: str, topic: str) -> Any:
+    """A member's first heartbeat (epoch 0), subscribed to `topic`."""
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": [topic],
+    }
+    return conn.call(HEARTBEAT, 1, body)
+
+
+def _join(conn: Conn, group: str, member: str, topic: str) -> uuid.UUID:
+    """The member joins; the id of the topic it is assigned."""
+    joined = _heartbeat(conn, group, member, topic)
+    assert joined.error_code == 0
+    return uuid.UUID(str(joined.assignment.topic_partitions[0].topic_id))
 
 
 def _fetch(conn: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID, acks=()) -> Any:
@@ -103,14 +130,7 @@ def test_join_fetch_acknowledge(share_muster: MusterProcess) -> None:
     topic, group, member = "share-wire", "share-wire-g", str(uuid.uuid4())
     create_topic(share_muster.bootstrap, topic)
     conn = Conn(share_muster.port)
-    body = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": 0,
-        "rack_id": None,
-        "subscribed_topic_names": [topic],
-    }
-    joined = conn.call(HEARTBEAT, 1, body)
+    joined = _heartbeat(conn, group, member, topic)
     assert joined.error_code == 0 and joined.member_epoch >= 1
     (assigned,) = joined.assignment.topic_partitions
     topic_id = assigned.topic_id
@@ -171,16 +191,88 @@ def test_read_committed_hands_out_only_committed_records(share_muster: MusterPro
         },
     )
     assert altered.responses[0].error_code == 0
-    body = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": 0,
-        "rack_id": None,
-        "subscribed_topic_names": [topic],
-    }
-    topic_id = conn.call(HEARTBEAT, 1, body).assignment.topic_partitions[0].topic_id
+    topic_id = _join(conn, group, member, topic)
     got = _fetch(conn, group, member, 0, topic_id)
     (part,) = got.responses[0].partitions
     # 0-2 aborted, 3 its marker, 4-5 committed, 6 the commit marker
     ranges = [(int(r.first_offset), int(r.last_offset)) for r in part.acquired_records]
     assert ranges == [(4, 5)]
+
+
+def _acquired(answer: Any) -> list[tuple[int, int]]:
+    """(offset, delivery count) of every record a ShareFetch handed out."""
+    (part,) = answer.responses[0].partitions if answer.responses else (None,)
+    if part is None:
+        return []
+    return [
+        (o, int(r.delivery_count))
+        for r in part.acquired_records
+        for o in range(int(r.first_offset), int(r.last_offset) + 1)
+    ]
+
+
+def _start_offset(conn: Conn, group: str) -> int:
+    answer = conn.call(90, 1, {"groups": [{"group_id": group, "topics": None}]})
+    (topic,) = answer.groups[0].topics
+    return int(topic.partitions[0].start_offset)
+
+
+def test_acknowledged_records_survive_kill_9_and_held_ones_come_back(
+    share_muster: MusterProcess,
+) -> None:
+    """The share partition's state is in `__share_group_state` (a snapshot
+    every 3 updates here, older records pruned): after `kill -9` nothing
+    accepted or rejected is handed out again, every record released or still
+    locked at the crash is, the SPSO chosen by `latest` holds, and the group's
+    lock duration (a group config) is still set."""
+    topic, group = "share-crash", "share-crash-g"
+    create_topic(share_muster.bootstrap, topic)
+    confluent_produce(share_muster.bootstrap, topic, [(0, None, b"before", [])] * 5)
+    conn = Conn(share_muster.port)
+    lock = {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "15000"}
+    altered = conn.call(
+        44,
+        1,
+        {
+            "resources": [{"resource_type": 32, "resource_name": group, "configs": [lock]}],
+            "validate_only": False,
+        },
+    )
+    assert altered.responses[0].error_code == 0
+    member = str(uuid.uuid4())
+    topic_id = _join(conn, group, member, topic)
+    assert _acquired(_fetch(conn, group, member, 0, topic_id)) == []  # latest: SPSO 5
+    confluent_produce(share_muster.bootstrap, topic, [(0, None, b"r", [])] * 10)  # 5..14
+    assert _acquired(_fetch(conn, group, member, 1, topic_id)) == [(o, 1) for o in range(5, 15)]
+    epoch = 2
+    # four writes: the third is a snapshot (cadence 3), and the log is pruned below it
+    for first, last, kind in ((5, 6, ACCEPT), (7, 8, ACCEPT), (9, 9, 3), (10, 10, 2)):
+        batch = {"first_offset": first, "last_offset": last, "acknowledge_types": [kind]}
+        done = _ack(conn, group, member, epoch, topic_id, [batch])
+        assert done.error_code == 0 and done.responses[0].partitions[0].error_code == 0
+        epoch += 1
+    assert _start_offset(conn, group) == 10
+
+    share_muster.kill()  # 11..14 are still locked to the member
+    share_muster.start()
+
+    conn = Conn(share_muster.port)
+    assert _start_offset(conn, group) == 10
+    member = str(uuid.uuid4())
+    topic_id = _join(conn, group, member, topic)
+    got = _fetch(conn, group, member, 0, topic_id)
+    assert int(got.acquisition_lock_timeout.total_seconds() * 1000) == 15000
+    # the released record comes back with its second delivery; the locked ones
+    # come back too; nothing accepted, rejected or before the SPSO
+    assert _acquired(got) == [(10, 2), (11, 1), (12, 1), (13, 1), (14, 1)]
+    batch = {"first_offset": 10, "last_offset": 14, "acknowledge_types": [ACCEPT]}
+    assert _ack(conn, group, member, 1, topic_id, [batch]).error_code == 0
+
+    share_muster.kill()
+    share_muster.start()
+
+    conn = Conn(share_muster.port)
+    assert _start_offset(conn, group) == 15
+    member = str(uuid.uuid4())
+    topic_id = _join(conn, group, member, topic)
+    assert _acquired(_fetch(conn, group, member, 0, topic_id)) == []

@@ -171,7 +171,7 @@ class Broker:
         if 78 in self.table:  # muster.share.enable
             from muster.server.share_state import ShareState
 
-            services.share = ShareState(self.config)
+            services.share = ShareState(self.state)
         durability.start()
         self.coordinator = await start_coordinator(self.state)
         services.coordinator = self.coordinator

@@ -10,8 +10,13 @@ offset never handed out. Each hand-out counts a delivery; a record whose
 lock expires or that is released goes back to AVAILABLE unless it has had
 its deliveries, then it is ARCHIVED.
 
-State lives in memory in this slice (durability in `__share_group_state`
-is the next step; see SHARE_STATUS.md).
+This is the serving state; what survives a restart is `durable.py`'s
+(`__share_group_state`): every change of a record's state or count marks it
+dirty, `take_changes` gives the dirty records as state batches for the next
+write, and `from_state` rebuilds a share partition from what was written
+(ACQUIRED is written as AVAILABLE: a lock does not outlive the broker).
+Acquiring is not written (Kafka does not persist it either): after a crash
+a record held then is handed out again with the count it had last written.
 """
 
 from __future__ import annotations
@@ -69,14 +74,17 @@ class SharePartition:
     lock_ms: int = 30000
     max_locks: int = 2000
     records: dict[int, InFlight] = field(default_factory=dict)
+    dirty: set[int] = field(default_factory=set)  # changed since the last write
+    written_spso: int | None = None  # the SPSO last written (None: nothing yet)
 
     # ---- the window ---------------------------------------------------------
 
     def expire(self, now: int) -> None:
         """Locks past their deadline go back (or are archived at the limit)."""
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state is RecordState.ACQUIRED and rec.deadline <= now:
                 self._release(rec)
+                self.dirty.add(offset)
         self._advance()
 
     def first_available(self) -> int | None:
@@ -155,6 +163,8 @@ class SharePartition:
             rec = self.records.get(offset)
             if rec is None or offset < self.spso:
                 continue
+            if kind != AckType.RENEW:
+                self.dirty.add(offset)
             if kind == AckType.GAP:
                 if rec.state in (RecordState.ACQUIRED, RecordState.AVAILABLE):
                     rec.state = RecordState.ARCHIVED
@@ -172,10 +182,58 @@ class SharePartition:
     def release_member(self, member: str) -> None:
         """A member's share session ended: its locks go back (Kafka's
         releaseAcquiredRecords on session close)."""
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state is RecordState.ACQUIRED and rec.member == member:
                 self._release(rec)
+                self.dirty.add(offset)
         self._advance()
+
+    # ---- durability --------------------------------------------------------
+
+    def needs_write(self) -> bool:
+        return bool(self.dirty) or self.written_spso != self.spso
+
+    def take_changes(self) -> list[tuple[int, int, int, int]]:
+        """The dirty records still in the window as state batches
+        (first, last, delivery state, count), contiguous runs; clears them."""
+        out: list[tuple[int, int, int, int]] = []
+        for offset in sorted(self.dirty):
+            rec = self.records.get(offset)
+            if rec is None or offset < self.spso:
+                continue  # finished and passed: the SPSO says so
+            state = RecordState.AVAILABLE if rec.state is RecordState.ACQUIRED else rec.state
+            if out and out[-1][1] == offset - 1 and out[-1][2:] == (state, rec.delivery_count):
+                out[-1] = (out[-1][0], offset, int(state), rec.delivery_count)
+            else:
+                out.append((offset, offset, int(state), rec.delivery_count))
+        self.dirty.clear()
+        self.written_spso = self.spso
+        return out
+
+    @classmethod
+    def from_state(
+        cls,
+        spso: int,
+        batches: Iterable[tuple[int, int, int, int]],
+        delivery_limit: int = 5,
+        lock_ms: int = 30000,
+        max_locks: int = 2000,
+    ) -> SharePartition:
+        """A share partition as written: the window runs to the last written
+        batch; every record in it not written is AVAILABLE, never delivered."""
+        sp = cls(spso, spso, delivery_limit, lock_ms, max_locks, written_spso=spso)
+        for first, last, state, count in batches:
+            for offset in range(max(first, spso), last + 1):
+                # written states are AVAILABLE, ACKNOWLEDGED, ARCHIVED; a lock
+                # (or a state this broker does not know) comes back available
+                done = state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+                kept = RecordState(state) if done else RecordState.AVAILABLE
+                sp.records[offset] = InFlight(kept, count)
+                sp.speo = max(sp.speo, offset + 1)
+        for offset in range(spso, sp.speo):
+            sp.records.setdefault(offset, InFlight())
+        sp._advance()
+        return sp
 
     # ---- inspection --------------------------------------------------------
 

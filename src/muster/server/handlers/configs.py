@@ -264,8 +264,8 @@ def _group_configs(ctx: RequestContext, group: str) -> list[dict[str, Any]]:
 
 
 def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str, Any]:
-    """A share group's dynamic configs (Kafka's GroupConfig), in memory in
-    this slice; served with muster.share.enable."""
+    """A share group's dynamic configs (Kafka's GroupConfig), durable
+    (`share_group_configs.json`); served with muster.share.enable."""
     from muster.server.share_state import check_group_config
 
     share = ctx.state.services.share
@@ -294,7 +294,10 @@ def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str
             return out
         current[c.name] = c.value or ""
     if not validate_only:
-        share.group_configs[res.resource_name] = current
+        try:
+            share.set_group_configs(res.resource_name, current)
+        except OSError as exc:
+            out.update(error_code=ErrorCode.unknown_server_error, error_message=str(exc))
     return out
 
 

@@ -541,7 +541,7 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
             return {"group_id": group_id, "error_code": LOADING}
         share = ctx.state.services.share
         if share is not None and resp.results[0].error_code == 0:
-            share.delete_group(group_id)  # a deleted share group's partitions go too
+            await share.delete_group(group_id)  # a deleted share group's partitions go too
         return _asdict(resp.results[0])
 
     results = await asyncio.gather(*(one(g) for g in req.groups_names))

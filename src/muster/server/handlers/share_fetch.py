@@ -104,7 +104,7 @@ def _acknowledge(
                 continue
             key = (t.topic_id, int(p.partition_index))
             name = names.get(t.topic_id)
-            sp = share.partitions.get((session.group_id, *key))
+            sp = share.existing(session.group_id, key)
             if name is None:
                 out[key] = int(ErrorCode.unknown_topic_id)
                 continue
@@ -120,6 +120,12 @@ def _acknowledge(
                 error = error or code
             out[key] = error
     return out
+
+
+def _not_written(acks: dict[tuple[uuid.UUID, int], int]) -> dict[tuple[uuid.UUID, int], int]:
+    """The acknowledgements could not be written: not done, as far as the
+    client can tell (the share partition starts again from what was written)."""
+    return {k: code or int(ErrorCode.coordinator_not_available) for k, code in acks.items()}
 
 
 def _now_ms() -> int:
@@ -217,6 +223,10 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
     acks = _acknowledge(ctx, share, session, req.topics, _now_ms())
     if epoch == FINAL_EPOCH:
         share.close_session(session)
+    # acknowledgements are answered once written (Kafka persists them first)
+    if not await share.persist():
+        acks = _not_written(acks)
+    if epoch == FINAL_EPOCH:
         return {**out, "responses": _responses(ctx, {}, acks)}
     for t in req.topics:
         for p in t.partitions:
@@ -242,6 +252,8 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> dict[str, Any]:
             pass
         finally:
             ctx.state.notifier.unsubscribe(watch, event)
+    # a share partition made now (its SPSO) and locks expired meanwhile
+    await share.persist()
     out["responses"] = _responses(ctx, entries, acks)
     if any(e["acquired_records"] for e in entries.values()):
         out["node_endpoints"] = _endpoints(ctx)
@@ -283,6 +295,8 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> dict[str, A
         share.close_session(session)
     else:
         session.epoch = next_epoch(epoch)
+    if not await share.persist():
+        acks = _not_written(acks)
     out["responses"] = [
         {
             "topic_id": t,

@@ -1,7 +1,7 @@
 """DescribeShareGroupOffsets (90) v0-1, AlterShareGroupOffsets (91) v0 and
 DeleteShareGroupOffsets (92) v0: a share group's start offsets (SPSO) per
-partition, read from and set in the in-memory share partitions
-(`server/share_state`). Altering or deleting needs an empty group, as in
+partition, read from and set in the share partitions (`server/share_state`,
+durable in `__share_group_state`). Altering or deleting needs an empty group, as in
 Kafka (NON_EMPTY_GROUP otherwise)."""
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
         names = logs.names_by_id()
         if g.topics is None:  # every partition the group has state for
             wanted: dict[str, list[int]] = {}
-            for gid, tid, index in sorted(share.partitions, key=lambda k: (str(k[1]), k[2])):
-                if gid == g.group_id and tid in names:
+            for tid, index in share.keys(g.group_id):
+                if tid in names:
                     wanted.setdefault(names[tid], []).append(index)
         else:
             wanted = {t.topic_name: list(t.partitions) for t in g.topics}
@@ -93,7 +93,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
                 if plog is None:
                     entry["error_code"] = int(ErrorCode.unknown_topic_or_partition)
                 else:
-                    sp = share.partitions.get((g.group_id, info.topic_id, index))
+                    sp = share.existing(g.group_id, (info.topic_id, index))
                     if sp is not None:
                         hw = ctx.state.durability.visible_end(plog)
                         entry.update(start_offset=sp.spso, leader_epoch=0, lag=_lag(sp, hw))
@@ -142,6 +142,10 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
             else:
                 share.reset(req.group_id, (info.topic_id, index), int(p.start_offset))
             parts.append({"partition_index": index, "error_code": code, "error_message": None})
+    if not await share.persist():
+        for r in out["responses"]:
+            for part in r["partitions"]:
+                part["error_code"] = part["error_code"] or int(ErrorCode.coordinator_not_available)
         out["responses"].append(
             {
                 "topic_name": t.topic_name,
@@ -161,11 +165,8 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> di
     for t in req.topics:
         info = logs.topic(t.topic_name)
         code = 0 if info is not None else int(ErrorCode.unknown_topic_or_partition)
-        if info is not None:
-            for key in [
-                k for k in share.partitions if k[0] == req.group_id and k[1] == info.topic_id
-            ]:
-                del share.partitions[key]
+        if info is not None and not await share.delete_state(req.group_id, info.topic_id):
+            code = int(ErrorCode.coordinator_not_available)
         out["responses"].append(
             {
                 "topic_name": t.topic_name,
