@@ -141,9 +141,9 @@ PROPERTIES: tuple[Property, ...] = (
     Property(
         "muster.share.enable",
         bool,
-        False,
-        "Serve and advertise share groups (KIP-932; Kafka's group.share.enable). Off until"
-        " the share-group branch's gate passes.",
+        True,
+        "Serve and advertise share groups (KIP-932), as a Kafka 4.4 does by default;"
+        " false leaves the share APIs out (Kafka: share.version 0).",
     ),
     Property(
         "group.share.session.timeout.ms",

@@ -1,5 +1,6 @@
 """Share groups (KIP-932) over a real socket, raw requests: served and
-advertised only with `muster.share.enable=true`; a member joins and is
+advertised by default, as by Kafka 4.4 (not with `muster.share.enable=false`);
+a member joins and is
 assigned; ShareFetch opens a session, initialises the share partition at the
 end (`share.auto.offset.reset` latest), hands out new records under locks
 with their AcquiredRecords ranges, answers a partition without records with
@@ -34,7 +35,6 @@ def share_muster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MusterPro
         data,
         {
             "muster.fsync": "never",
-            "muster.share.enable": "true",
             "share.coordinator.state.topic.num.partitions": "3",
             "share.coordinator.snapshot.update.records.per.snapshot": "3",
         },
@@ -118,12 +118,16 @@ def _ack(conn: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID, a
     )
 
 
-def test_share_apis_are_advertised_only_when_enabled(
-    shared_muster: MusterProcess, share_muster: MusterProcess
+def test_share_apis_are_advertised_by_default_and_not_when_disabled(
+    shared_muster: MusterProcess,
 ) -> None:
-    off, on = _versions(Conn(shared_muster.port)), _versions(Conn(share_muster.port))
+    import muster
+
+    on = _versions(Conn(shared_muster.port))  # the default settings
+    assert on[76] == (1, 1) and on[78] == (1, 2) and on[79] == (1, 2) and on[90] == (0, 1)
+    with muster.Broker({"muster.share.enable": False}) as broker:
+        off = _versions(Conn(broker.port))
     assert not {76, 77, 78, 79, 90, 91, 92} & set(off)
-    assert on[76] == (1, 1) and on[78] == (1, 2) and on[79] == (1, 2)
 
 
 def test_join_fetch_acknowledge(share_muster: MusterProcess) -> None:

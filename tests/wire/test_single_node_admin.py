@@ -131,8 +131,10 @@ def test_client_quotas_none_described_and_none_set(shared_muster: MusterProcess)
 
 def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
     """ApiVersions v3 finalizes Kafka 4.4's metadata.version (UIs read the
-    version from it) and group.version 1 (KIP-848), and not transaction.version,
-    which would make a Java producer speak EndTxn v5; v0 has no such fields."""
+    version from it), group.version 1 (KIP-848) and share.version 1 (KIP-932,
+    served by default as in Kafka 4.4; without Kafka's dead-letter queue, its
+    level 2), and not transaction.version, which would make a Java producer
+    speak EndTxn v5; v0 has no such fields."""
     answer = call(
         shared_muster.port,
         18,
@@ -142,7 +144,11 @@ def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterPr
     finalized = {
         f.name: (f.min_version_level, f.max_version_level) for f in answer.finalized_features
     }
-    assert finalized == {"metadata.version": (33, 33), "group.version": (1, 1)}
+    assert finalized == {
+        "metadata.version": (33, 33),
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+    }
     assert answer.finalized_features_epoch >= 0
     supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
     assert supported["metadata.version"][1] == 33

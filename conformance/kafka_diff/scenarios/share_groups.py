@@ -1,7 +1,8 @@
 """ShareGroupHeartbeat / ShareGroupDescribe (KIP-932): join, the answer's
 shape, fencing, unknown members, an empty member id, a first heartbeat
-without topics, leave, and describing the group. muster serves them with
-`muster.share.enable=true` only (else every call here is `<unsupported>`)."""
+without topics, leave, and describing the group. muster serves them by
+default, as Kafka 4.4 does (with `muster.share.enable=false` every call here
+is `<unsupported>`)."""
 
 from __future__ import annotations
 

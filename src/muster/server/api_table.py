@@ -119,8 +119,8 @@ ENTRIES: tuple[ApiEntry, ...] = (
 )
 
 
-# KIP-932 share groups: served and advertised only with muster.share.enable
-# (Kafka's group.share.enable); advertising them changes what clients do
+# KIP-932 share groups: served and advertised unless muster.share.enable is
+# false (a Kafka 4.4 serves them by default: share.version finalized)
 SHARE_ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(76, "ShareGroupHeartbeat", 1, 1, "share_groups:handle_share_group_heartbeat"),
     ApiEntry(77, "ShareGroupDescribe", 1, 1, "share_groups:handle_share_group_describe"),
