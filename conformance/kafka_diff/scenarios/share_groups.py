@@ -73,5 +73,27 @@ def errors(s: Session) -> None:
     s.call(SG_DESCRIBE, 1, body, "describe_unknown")
 
 
+def classic_apis(s: Session) -> None:
+    """What the classic group APIs say of a share group with a member:
+    DescribeGroups, ListGroups (with and without a type filter), and
+    DescribeShareGroupOffsets of a group that does not exist."""
+    if not s.supports(SG_HEARTBEAT, 1):
+        return
+    topic, group = s.name("t"), s.name("g")
+    create_topic(s, topic, 1)
+    member = str(uuid.uuid4())
+    _hb(s, "join", group, member, 0, [topic])
+    body = {"groups": [group], "include_authorized_operations": False}
+    s.call(15, 5, body, "describe_groups")
+    listed = s.call(16, 5, {"states_filter": [], "types_filter": ["share"]}, record=False)
+    if isinstance(listed, dict):  # other scenarios' groups come and go: only this one
+        mine = [g for g in listed.get("groups", []) if g.get("group_id") == group]
+        s.record("list_share_groups", {"error_code": listed["error_code"], "groups": mine})
+    offsets = {"groups": [{"group_id": s.name("nope"), "topics": None}]}
+    s.call(90, 1, offsets, "describe_offsets_unknown")
+    _hb(s, "leave", group, member, -1)
+
+
 register("share_groups", "join_describe_leave", join_describe_leave)
+register("share_groups", "classic_apis", classic_apis)
 register("share_groups", "errors", errors)
