@@ -10,6 +10,7 @@ Kafka's."""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,3 +281,36 @@ def test_acknowledged_records_survive_kill_9_and_held_ones_come_back(
     member = str(uuid.uuid4())
     topic_id = _join(conn, group, member, topic)
     assert _acquired(_fetch(conn, group, member, 0, topic_id)) == []
+
+
+def test_by_duration_starts_at_the_first_record_that_recent(share_muster: MusterProcess) -> None:
+    """`share.auto.offset.reset=by_duration:PT1H`: the share partition starts
+    at the first record at most an hour old (records of two hours ago are
+    skipped); with none that recent it starts at the end."""
+    from confluent_kafka import Producer
+
+    topic, group = "share-duration", "share-duration-g"
+    create_topic(share_muster.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": share_muster.bootstrap})
+    now = int(time.time() * 1000)
+    for ts in (now - 7_200_000, now - 7_100_000, now - 60_000, now):  # offsets 0..3
+        producer.produce(topic, b"v", partition=0, timestamp=ts)
+    assert producer.flush(15) == 0
+    conn = Conn(share_muster.port)
+    reset = {"name": "share.auto.offset.reset", "config_operation": 0, "value": "by_duration:PT1H"}
+    body = {
+        "resources": [{"resource_type": 32, "resource_name": group, "configs": [reset]}],
+        "validate_only": False,
+    }
+    assert conn.call(44, 1, body).responses[0].error_code == 0
+    member = str(uuid.uuid4())
+    topic_id = _join(conn, group, member, topic)
+    assert _acquired(_fetch(conn, group, member, 0, topic_id)) == [(2, 1), (3, 1)]
+    # a group for which nothing is that recent starts at the end
+    short = {**reset, "value": "by_duration:PT0S"}
+    later = {**body, "resources": [{**body["resources"][0], "resource_name": group + "2"}]}
+    later["resources"][0]["configs"] = [short]
+    assert conn.call(44, 1, later).responses[0].error_code == 0
+    other = str(uuid.uuid4())
+    topic_id = _join(conn, group + "2", other, topic)
+    assert _acquired(_fetch(conn, group + "2", other, 0, topic_id)) == []

@@ -94,6 +94,33 @@ def classic_apis(s: Session) -> None:
     _hb(s, "leave", group, member, -1)
 
 
+def reset_configs(s: Session) -> None:
+    """`share.auto.offset.reset` values a GROUP resource takes or refuses
+    (KIP-1106's `by_duration:` with an ISO-8601 duration)."""
+    if not s.supports(SG_HEARTBEAT, 1):
+        return
+    group = s.name("g")
+    for label, value in (
+        ("latest", "latest"),
+        ("by_duration_hour", "by_duration:PT1H"),
+        ("by_duration_days", "by_duration:P2DT3H4M5.5S"),
+        ("by_duration_zero", "by_duration:PT0S"),
+        ("by_duration_lower", "by_duration:pt1h"),
+        ("by_duration_negative", "by_duration:-PT1H"),
+        ("by_duration_no_p", "by_duration:1H"),
+        ("by_duration_empty", "by_duration:"),
+        ("by_duration_years", "by_duration:P1Y"),
+        ("unknown", "newest"),
+    ):
+        config = {"name": "share.auto.offset.reset", "config_operation": 0, "value": value}
+        body = {
+            "resources": [{"resource_type": 32, "resource_name": group, "configs": [config]}],
+            "validate_only": True,
+        }
+        s.call(44, 1, body, label)
+
+
 register("share_groups", "join_describe_leave", join_describe_leave)
+register("share_groups", "reset_configs", reset_configs)
 register("share_groups", "classic_apis", classic_apis)
 register("share_groups", "errors", errors)

@@ -18,6 +18,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from muster.server.share_store import ShareStateLog, WriteFailed
 from muster.server.state import BrokerState
 from muster.share.durable import Record
 from muster.share.partition import SharePartition
+from muster.share.reset import check_reset, since_ms
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,7 @@ def check_group_config(name: str, value: str) -> str | None:
     if name not in GROUP_CONFIGS:
         return f"Unknown group config name: {name}"
     if name == "share.auto.offset.reset":
-        if value not in ("latest", "earliest") and not value.startswith("by_duration:"):
+        if not check_reset(value):
             return f"Invalid value {value} for configuration share.auto.offset.reset"
     elif name == "share.isolation.level":
         if value not in ("read_uncommitted", "read_committed"):
@@ -171,14 +173,27 @@ class ShareState:
         return sorted(found, key=lambda k: (str(k[0]), k[1]))
 
     def partition(
-        self, group_id: str, tp: TopicPartition, log_start: int, high_watermark: int
+        self,
+        group_id: str,
+        tp: TopicPartition,
+        log_start: int,
+        high_watermark: int,
+        first_since: Callable[[int], int | None] = lambda _: None,
     ) -> SharePartition:
         """The group's share partition, made on first use with its SPSO from
-        `share.auto.offset.reset` (once, as Kafka initialises it)."""
+        `share.auto.offset.reset` (once, as Kafka initialises it).
+        `first_since(ts)`: the offset of the log's first record with a
+        timestamp >= ts (None: none), for `by_duration:`."""
         sp = self.existing(group_id, tp)
         if sp is None:
             reset = self.group_config(group_id, "share.auto.offset.reset")
-            sp = self.reset(group_id, tp, log_start if reset == "earliest" else high_watermark)
+            start = log_start if reset == "earliest" else high_watermark
+            oldest = since_ms(reset, int(time.time() * 1000))
+            if oldest is not None:
+                found = first_since(oldest)
+                if found is not None:
+                    start = min(max(found, log_start), high_watermark)
+            sp = self.reset(group_id, tp, start)
         if sp.speo < log_start:  # records deleted under the window: skip them
             sp.records.clear()
             sp.dirty.clear()

@@ -122,6 +122,16 @@ def _acknowledge(
     return out
 
 
+def _first_since(plog: Any) -> Any:
+    """`by_duration:`'s look-up: the first offset with a timestamp >= ts."""
+
+    def first(ts: int) -> int | None:
+        found = plog.offset_for_timestamp(ts)
+        return None if found is None else int(found[0])
+
+    return first
+
+
 def _not_written(acks: dict[tuple[uuid.UUID, int], int]) -> dict[tuple[uuid.UUID, int], int]:
     """The acknowledgements could not be written: not done, as far as the
     client can tell (the share partition starts again from what was written)."""
@@ -158,7 +168,9 @@ def _acquire(
         committed = share.group_config(session.group_id, "share.isolation.level") == COMMITTED
         # read_committed hands out nothing past the last stable offset
         upper = last_stable_offset(plog, visible) if committed else visible
-        sp = share.partition(session.group_id, tp, plog.log_start_offset, visible)
+        sp = share.partition(
+            session.group_id, tp, plog.log_start_offset, visible, _first_since(plog)
+        )
         sp.expire(now)
         if taken >= max_records or max_bytes <= 0:
             continue
