@@ -171,6 +171,12 @@ PROPERTIES: tuple[Property, ...] = (
         "Deliveries of a record before a share group archives it.",
     ),
     Property(
+        "group.share.max.share.sessions",
+        int,
+        2000,
+        "Share sessions (ShareFetch) one broker keeps at once; past it a new one is refused.",
+    ),
+    Property(
         "group.share.partition.max.record.locks",
         int,
         2000,

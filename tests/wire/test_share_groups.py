@@ -26,6 +26,7 @@ from tests.wire.clients import confluent_produce, create_topic
 
 HEARTBEAT, FETCH, ACK = 76, 78, 79
 INVALID_REQUEST, SESSION_NOT_FOUND, BAD_EPOCH, RECORD_STATE = 42, 122, 123, 121
+LIMIT_REACHED = 133
 ACCEPT = 1
 
 
@@ -314,3 +315,46 @@ def test_by_duration_starts_at_the_first_record_that_recent(share_muster: Muster
     other = str(uuid.uuid4())
     topic_id = _join(conn, group + "2", other, topic)
     assert _acquired(_fetch(conn, group + "2", other, 0, topic_id)) == []
+
+
+def test_a_closed_connection_ends_its_share_sessions(share_muster: MusterProcess) -> None:
+    """The connection that opened a share session closes: the session ends
+    (SHARE_SESSION_NOT_FOUND on another connection) and the records it held
+    go straight to another member, their delivery counted, as Kafka 4.4 does
+    (asked the same steps: tests would wait the 30 s lock otherwise)."""
+    topic, group = "share-disconnect", "share-disconnect-g"
+    create_topic(share_muster.bootstrap, topic)
+    first, a = Conn(share_muster.port), str(uuid.uuid4())
+    topic_id = _join(first, group, a, topic)
+    assert _acquired(_fetch(first, group, a, 0, topic_id)) == []
+    confluent_produce(share_muster.bootstrap, topic, [(0, None, b"x", [])] * 3)
+    assert _acquired(_fetch(first, group, a, 1, topic_id)) == [(0, 1), (1, 1), (2, 1)]
+    first.sock.close()
+    second, b = Conn(share_muster.port), str(uuid.uuid4())
+    topic_id = _join(second, group, b, topic)
+    deadline = time.monotonic() + 10
+    got: list[tuple[int, int]] = []
+    epoch = 0
+    while not got and time.monotonic() < deadline:  # the close is seen a moment later
+        got = _acquired(_fetch(second, group, b, epoch, topic_id))
+        epoch += 1
+    assert got == [(0, 2), (1, 2), (2, 2)]
+    assert _fetch(Conn(share_muster.port), group, a, 2, topic_id).error_code == SESSION_NOT_FOUND
+
+
+def test_share_sessions_are_bounded() -> None:
+    """`group.share.max.share.sessions`: a new share session past the bound
+    gets SHARE_SESSION_LIMIT_REACHED; a closed one makes room."""
+    import muster
+
+    with muster.Broker({"group.share.max.share.sessions": 1}) as broker:
+        create_topic(broker.bootstrap_servers, "bounded")
+        conn = Conn(broker.port)
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        topic_id = _join(conn, "bounded-g", a, "bounded")
+        _join(conn, "bounded-g", b, "bounded")
+        assert _fetch(conn, "bounded-g", a, 0, topic_id).error_code == 0
+        assert _fetch(conn, "bounded-g", b, 0, topic_id).error_code == LIMIT_REACHED
+        assert _fetch(conn, "bounded-g", a, 0, topic_id).error_code == 0  # its own: replaced
+        assert _fetch(conn, "bounded-g", a, -1, topic_id).error_code == 0
+        assert _fetch(conn, "bounded-g", b, 0, topic_id).error_code == 0

@@ -13,6 +13,7 @@ rebuilt from its durable state on first use."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -57,6 +58,9 @@ class ShareSession:
     member_id: str
     epoch: int = 1  # the epoch the next request must carry
     partitions: set[TopicPartition] = field(default_factory=set)
+    # the connection that opened it (its security Session): when that
+    # connection closes, the share session ends and its locks go back (Kafka)
+    connection: object = None
 
 
 def next_epoch(epoch: int) -> int:
@@ -87,6 +91,8 @@ class ShareState:
         self.lock_ms = int(config.get("group.share.record.lock.duration.ms", 30000))
         self.delivery_limit = int(config.get("group.share.delivery.count.limit", 5))
         self.max_locks = int(config.get("group.share.partition.max.record.locks", 2000))
+        self.max_sessions = int(config.get("group.share.max.share.sessions", 2000))
+        self._background: set[asyncio.Task[bool]] = set()
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.durable = ShareStateLog(state)
@@ -269,6 +275,19 @@ class ShareState:
             sp = self.partitions.get((session.group_id, topic_id, index))
             if sp is not None:
                 sp.release_member(session.member_id)
+
+    def connection_closed(self, connection: object) -> None:
+        """A client connection closed: the share sessions it opened end and
+        their locks go back, as Kafka's ShareSessionCache does on a
+        disconnect; written in the background (nobody waits for an answer)."""
+        gone = [s for s in self.sessions.values() if s.connection is connection]
+        if not gone:
+            return
+        for session in gone:
+            self.close_session(session)
+        task = asyncio.get_running_loop().create_task(self.persist())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def delete_group(self, group_id: str) -> None:
         await self.delete_state(group_id)

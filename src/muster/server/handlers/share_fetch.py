@@ -75,15 +75,18 @@ def _endpoints(ctx: RequestContext) -> list[dict[str, Any]]:
 
 
 def _session(
-    share: ShareState, group: str, member: str, epoch: int
+    share: ShareState, group: str, member: str, epoch: int, connection: object
 ) -> tuple[ShareSession | None, int]:
-    """The request's share session (made at epoch 0) and an error code."""
+    """The request's share session (made at epoch 0, unless the broker holds
+    `group.share.max.share.sessions` already) and an error code."""
     key = (group, member)
     current = share.sessions.get(key)
     if epoch == INITIAL_EPOCH:
         if current is not None:
             share.close_session(current)
-        session = share.sessions[key] = ShareSession(group, member)
+        elif len(share.sessions) >= share.max_sessions:
+            return None, int(ErrorCode.share_session_limit_reached)
+        session = share.sessions[key] = ShareSession(group, member, connection=connection)
         return session, 0
     if current is None:
         return None, int(ErrorCode.share_session_not_found)
@@ -217,7 +220,7 @@ def _begin(
     epoch = int(req.share_session_epoch)
     if epoch == INITIAL_EPOCH and initial_error is not None:
         return {**out, "error_code": initial_error}, None
-    session, error = _session(share, group, member, epoch)
+    session, error = _session(share, group, member, epoch, ctx.session)
     if session is None:
         return {**out, "error_code": error}, None
     out["acquisition_lock_timeout"] = share.lock_duration(group)
