@@ -229,8 +229,9 @@ def test_acknowledged_records_survive_kill_9_and_held_ones_come_back(
     """The share partition's state is in `__share_group_state` (a snapshot
     every 3 updates here, older records pruned): after `kill -9` nothing
     accepted or rejected is handed out again, every record released or still
-    locked at the crash is, the SPSO chosen by `latest` holds, and the group's
-    lock duration (a group config) is still set."""
+    locked at the crash is, the SPSO chosen by `latest` or set by
+    AlterShareGroupOffsets holds, and the group's lock duration (a group
+    config) is still set."""
     topic, group = "share-crash", "share-crash-g"
     create_topic(share_muster.bootstrap, topic)
     confluent_produce(share_muster.bootstrap, topic, [(0, None, b"before", [])] * 5)
@@ -258,12 +259,26 @@ def test_acknowledged_records_survive_kill_9_and_held_ones_come_back(
         assert done.error_code == 0 and done.responses[0].partitions[0].error_code == 0
         epoch += 1
     assert _start_offset(conn, group) == 10
+    # another group, emptied, has its start offset set by AlterShareGroupOffsets
+    other, leaver = group + "-altered", str(uuid.uuid4())
+    _join(conn, other, leaver, topic)
+    leave = {"group_id": other, "member_id": leaver, "member_epoch": -1, "rack_id": None}
+    assert conn.call(HEARTBEAT, 1, {**leave, "subscribed_topic_names": None}).error_code == 0
+    alter = {
+        "group_id": other,
+        "topics": [
+            {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": 3}]}
+        ],
+    }
+    (altered_topic,) = conn.call(91, 0, alter).responses
+    assert [int(p.error_code) for p in altered_topic.partitions] == [0]
 
     share_muster.kill()  # 11..14 are still locked to the member
     share_muster.start()
 
     conn = Conn(share_muster.port)
     assert _start_offset(conn, group) == 10
+    assert _start_offset(conn, other) == 3
     member = str(uuid.uuid4())
     topic_id = _join(conn, group, member, topic)
     got = _fetch(conn, group, member, 0, topic_id)

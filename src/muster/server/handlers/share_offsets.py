@@ -142,10 +142,6 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
             else:
                 share.reset(req.group_id, (info.topic_id, index), int(p.start_offset))
             parts.append({"partition_index": index, "error_code": code, "error_message": None})
-    if not await share.persist():
-        for r in out["responses"]:
-            for part in r["partitions"]:
-                part["error_code"] = part["error_code"] or int(ErrorCode.coordinator_not_available)
         out["responses"].append(
             {
                 "topic_name": t.topic_name,
@@ -153,6 +149,10 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> dic
                 "partitions": parts,
             }
         )
+    if not await share.persist():  # answered once the new start offsets are written
+        for r in out["responses"]:
+            for part in r["partitions"]:
+                part["error_code"] = part["error_code"] or int(ErrorCode.coordinator_not_available)
     return out
 
 
