@@ -219,7 +219,7 @@ def java_committer(bootstrap: str, topic: str, seconds: float, warmup: float) ->
 
 
 def sec_commits(name: str, label: str, args: argparse.Namespace, out: Values) -> None:
-    with start(name) as b:
+    with start(name, NEVER if label == "muster-never" else None) as b:
         topic = f"kc-commit-{uuid.uuid4().hex[:6]}"
         common.create_topic(b.bootstrap, topic, 1)
         s, w = args.commit_seconds, args.warmup
@@ -573,7 +573,8 @@ def sec_tls(name: str, label: str, args: argparse.Namespace, out: Values, run: i
         with b:
             n = args.messages
             listeners = ("PLAINTEXT", "SASL_SSL") if run % 2 == 0 else ("SASL_SSL", "PLAINTEXT")
-            mbs = {}
+            mbs: dict[str, float] = {}
+            cpu_ms: dict[str, float] = {}
             for listener in listeners:
                 conf = security.client_conf(listener, certs)
                 topic = f"kc-tls-{uuid.uuid4().hex[:6]}"
@@ -581,7 +582,9 @@ def sec_tls(name: str, label: str, args: argparse.Namespace, out: Values, run: i
                 secs = None
                 for _ in range(3):  # SCRAM credentials reach Kafka's listener shortly after
                     try:
+                        cpu0 = common.cpu_seconds(b.proc.pid)  # type: ignore[union-attr]
                         secs = pf.produce(boot[listener], topic, 1024, n, "all", conf)
+                        cpu = common.cpu_seconds(b.proc.pid) - cpu0  # type: ignore[union-attr]
                         break
                     except Exception as e:
                         say(f"  {label} {listener}: {e}; retrying")
@@ -589,12 +592,20 @@ def sec_tls(name: str, label: str, args: argparse.Namespace, out: Values, run: i
                 if secs is None:
                     raise RuntimeError(f"{label}: produce over {listener} failed")
                 mbs[listener] = n * 1024 / 1e6 / secs
+                cpu_ms[listener] = cpu * 1e3 / (n * 1024 / 1e6)
                 add(out, label, f"tls_{listener.lower()}_mbs", mbs[listener])
-            cost = mbs["SASL_SSL"] / mbs["PLAINTEXT"]
-            add(out, label, "tls_kept", cost)
+            kept = mbs["SASL_SSL"] / mbs["PLAINTEXT"]
+            # what TLS costs is what it adds per MB, CPU and time: the share kept
+            # alone calls the same added cost dearer on a faster plaintext path
+            added_cpu = cpu_ms["SASL_SSL"] - cpu_ms["PLAINTEXT"]
+            added_s = 1e3 / mbs["SASL_SSL"] - 1e3 / mbs["PLAINTEXT"]
+            add(out, label, "tls_kept", kept)
+            add(out, label, "tls_added_cpu_ms_per_mb", added_cpu)
+            add(out, label, "tls_added_ms_per_mb", added_s)
             say(
                 f"  {label} produce 1 KiB: PLAINTEXT {mbs['PLAINTEXT']:.1f} MB/s, "
-                f"SASL_SSL {mbs['SASL_SSL']:.1f} MB/s (keeps {cost:.2f})"
+                f"SASL_SSL {mbs['SASL_SSL']:.1f} MB/s (keeps {kept:.2f}); TLS adds "
+                f"{added_cpu:.2f} ms broker CPU and {added_s:.2f} ms per MB"
             )
     finally:
         shutil.rmtree(certs, ignore_errors=True)
@@ -620,10 +631,40 @@ class Row:
 
 
 ROWS = (
-    Row("sync commits/s, confluent-kafka", "commits_ck", "/s", True, 1.0, digits=0),
-    Row("sync commits/s, kafka-python", "commits_kp", "/s", True, 1.0, digits=0),
-    Row("sync commits/s, Java KafkaConsumer", "commits_java", "/s", True, 1.0, digits=0),
-    Row("broker CPU per commit, confluent-kafka", "commits_ck_cpu_us", "us", False, None, digits=0),
+    Row("sync commits/s, confluent-kafka, fsync=always", "commits_ck", "/s", True, None, digits=0),
+    Row("sync commits/s, kafka-python, fsync=always", "commits_kp", "/s", True, None, digits=0),
+    Row("sync commits/s, Java, fsync=always", "commits_java", "/s", True, None, digits=0),
+    Row(
+        "broker CPU per commit, ck, fsync=always", "commits_ck_cpu_us", "us", False, None, digits=0
+    ),
+    Row(
+        "sync commits/s, confluent-kafka, fsync=never",
+        "commits_ck",
+        "/s",
+        True,
+        1.0,
+        "muster-never",
+        0,
+    ),
+    Row(
+        "sync commits/s, kafka-python, fsync=never",
+        "commits_kp",
+        "/s",
+        True,
+        1.0,
+        "muster-never",
+        0,
+    ),
+    Row("sync commits/s, Java, fsync=never", "commits_java", "/s", True, 1.0, "muster-never", 0),
+    Row(
+        "broker CPU per commit, ck, fsync=never",
+        "commits_ck_cpu_us",
+        "us",
+        False,
+        None,
+        "muster-never",
+        0,
+    ),
     Row("formation of 20, classic", "form20_s", "s", False, 1.0),
     Row("rebalance on join (5 -> 6)", "join_s", "s", False, 1.0),
     Row("rebalance on leave (6 -> 5)", "leave_s", "s", False, 1.0),
@@ -694,9 +735,18 @@ ROWS = (
         "tls_kept",
         "",
         True,
+        None,
+        "muster-never",
+    ),
+    Row(
+        "TLS: broker CPU it adds per MB",
+        "tls_added_cpu_ms_per_mb",
+        "ms",
+        False,
         1.0,
         "muster-never",
     ),
+    Row("TLS: time it adds per MB", "tls_added_ms_per_mb", "ms", False, 1.0, "muster-never"),
 )
 
 
@@ -746,6 +796,7 @@ def print_summary(rows: list[dict], runs: int, upto: bool = False) -> None:
 
 # the per-figure lines say() prints, read back by --from-log (a run cut short)
 _NUM = r"([0-9][0-9,]*\.?[0-9]*)"
+_SNUM = r"(-?[0-9][0-9,]*\.?[0-9]*)"
 LOG_LINES = (
     (
         rf"(\S+) (commits_ck|commits_kp|commits_java): {_NUM}/s"
@@ -762,7 +813,8 @@ LOG_LINES = (
     (rf"(\S+) start {_NUM} s; RSS idle {_NUM} MB, peak {_NUM} MB", "start"),
     (rf"(\S+) restart after kill -9: groups served in {_NUM} s", "restart"),
     (
-        rf"(\S+) produce 1 KiB: PLAINTEXT {_NUM} MB/s, SASL_SSL {_NUM} MB/s \(keeps {_NUM}\)",
+        rf"(\S+) produce 1 KiB: PLAINTEXT {_NUM} MB/s, SASL_SSL {_NUM} MB/s \(keeps {_NUM}\)"
+        rf"(?:; TLS adds {_SNUM} ms broker CPU and {_SNUM} ms per MB)?",
         "tls",
     ),
 )
@@ -799,9 +851,9 @@ def values_from_log(text: str) -> Values:
             elif kind == "restart":
                 add(out, label, "restart_s", nums[0])
             else:
-                for key, v in zip(
-                    ("tls_plaintext_mbs", "tls_sasl_ssl_mbs", "tls_kept"), nums, strict=True
-                ):
+                keys = ("tls_plaintext_mbs", "tls_sasl_ssl_mbs", "tls_kept")
+                keys += ("tls_added_cpu_ms_per_mb", "tls_added_ms_per_mb")
+                for key, v in zip(keys, [float(x) for x in g[1:] if x], strict=False):
                     add(out, label, key, v)
             break
     return out
@@ -887,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
             for section in only:
                 for name in order:
                     labels = [name]
-                    if section == "data" and name == "muster":
+                    if section in ("data", "commits") and name == "muster":
                         labels = ["muster", "muster-never"]
                     if section == "tls" and name == "muster":
                         labels = ["muster-never"]

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -261,6 +262,10 @@ def add_scram_user(certs: Path, port: int) -> None:
         future.result(30)
 
 
+# test-runner processes in flight: an interrupt kills them (worker threads never see it)
+RUNNING: set[subprocess.Popen[bytes]] = set()
+
+
 def run_one(
     args: argparse.Namespace, item: PlanItem, tests_dir: Path, out: Path, attempt: int = 1
 ) -> Result:
@@ -344,6 +349,7 @@ def run_one(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        RUNNING.add(proc)
         try:
             res.rc = proc.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
@@ -357,6 +363,8 @@ def run_one(
             proc.wait()
             broker.stop()
             raise
+        finally:
+            RUNNING.discard(proc)
     res.seconds = time.monotonic() - t0
     broker_alive = broker.alive()
     broker_rc = broker.stop()
@@ -424,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings of that item only (overrides the lists)",
     )
     ap.add_argument("--timeout", type=float, default=600, help="seconds per test (600)")
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="tests run side by side, each on its own broker (1)"
+    )
     ap.add_argument(
         "--retries",
         type=int,
@@ -507,38 +518,54 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
+    def run_item(i: int, item: PlanItem) -> Result:
+        label = (
+            item.test
+            + (f" ({item.scenario})" if item.scenario else "")
+            + (f" (sub-tests *{item.subtests}*)" if item.subtests else "")
+            + "".join(f" ({k}={v})" for k, v in item.settings)
+        )
+        r = run_one(args, item, tests_dir, out)
+        earlier: list[str] = []
+        # Only a test whose broker stayed up is re-run: a broker that died is a bug in
+        # muster, never a timing race in the test.
+        while r.status == "failed" and not r.broker_failed and len(earlier) < args.retries:
+            earlier.append(r.failure or r.note or f"rc {r.rc}")
+            common.console.print(
+                escape(f"[{i}/{len(plan)}] {label} ... ")
+                + f"[red]failed[/] ({r.seconds:.0f}s), again"
+            )
+            r = run_one(args, item, tests_dir, out, len(earlier) + 1)
+        r.earlier_failures = earlier
+        r.label = label
+        col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
+        common.console.print(
+            escape(f"[{i}/{len(plan)}] {label} ... ")
+            + f"[{col}]{r.status}[/] ({r.seconds:.0f}s)"
+            + (f" {escape(r.note)}" if r.note else "")
+        )
+        return r
+
     results: list[Result] = []
     interrupted = False
+    # Each test has its own broker, port, data directory and conf file, so --jobs runs
+    # several side by side; the tests wait far more than they compute.
+    pool = ThreadPoolExecutor(max_workers=max(args.jobs, 1))
+    futures = [pool.submit(run_item, i, item) for i, item in enumerate(plan, 1)]
     try:
-        for i, item in enumerate(plan, 1):
-            label = (
-                item.test
-                + (f" ({item.scenario})" if item.scenario else "")
-                + (f" (sub-tests *{item.subtests}*)" if item.subtests else "")
-                + "".join(f" ({k}={v})" for k, v in item.settings)
-            )
-            common.console.print(escape(f"[{i}/{len(plan)}] {label} ..."), end=" ")
-            r = run_one(args, item, tests_dir, out)
-            earlier: list[str] = []
-            # Only a test whose broker stayed up is re-run: a broker that died is a bug in
-            # muster, never a timing race in the test.
-            while r.status == "failed" and not r.broker_failed and len(earlier) < args.retries:
-                earlier.append(r.failure or r.note or f"rc {r.rc}")
-                common.console.print(f"[red]failed[/] ({r.seconds:.0f}s), again ...", end=" ")
-                r = run_one(args, item, tests_dir, out, len(earlier) + 1)
-            r.earlier_failures = earlier
-            r.label = label
-            results.append(r)
-            col = {"passed": "green", "failed": "red", "skipped": "yellow"}[r.status]
-            common.console.print(
-                f"[{col}]{r.status}[/] ({r.seconds:.0f}s)"
-                + (f" {escape(r.note)}" if r.note else "")
-            )
+        for f in futures:
+            results.append(f.result())
     except KeyboardInterrupt:
         interrupted = True
+        for f in futures:
+            f.cancel()
+        for proc in list(RUNNING):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
         common.console.print("[red]interrupted[/]")
     finally:
         common.stop_all()
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
     print_table(results, args.group_protocol)
     (out / "summary.json").write_text(

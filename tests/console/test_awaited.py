@@ -53,3 +53,30 @@ def test_join_round_from_muster_events() -> None:
     )
     assert join_round([*events, done], held) is None
     assert join_round([], held) is None
+
+
+def test_reconciling_deadlines_from_consumer_group_events() -> None:
+    """Only the events since the last target count: a member revoking is
+    awaited until the deadline its ConsumerMemberReconciled told, one silent
+    since the target until target time + session timeout at the latest, one
+    waiting for others' partitions has none; an older target's events do not."""
+    from muster.console.awaited import reconciling
+    from muster.coordinator.events_modern import ConsumerMemberReconciled as Rec
+    from muster.coordinator.events_modern import ConsumerTargetAssigned as Target
+
+    events = [
+        Target("g", 1, "uniform", 1, ("a",), 100),
+        Rec("g", "c", 0, 1, "UNREVOKED_PARTITIONS", 1, ("t:0",), 150, 9_999),  # before target 2
+        Target("g", 2, "uniform", 3, ("a", "b", "c"), 1_000),
+        Rec("g", "a", 1, 1, "UNREVOKED_PARTITIONS", 2, ("t:1",), 1_200, 61_200),
+        Rec("g", "b", 0, 2, "UNRELEASED_PARTITIONS", 0, (), 1_000),
+    ]
+    seen = reconciling(events, ["a", "b", "c"], 45_000)
+    assert (seen["a"].why, seen["a"].deadline_ms, seen["a"].revoking) == (
+        "revoking",
+        61_200,
+        ("t:1",),
+    )
+    assert (seen["b"].why, seen["b"].deadline_ms) == ("releasing", None)
+    assert (seen["c"].why, seen["c"].deadline_ms) == ("heartbeat", 46_000)
+    assert reconciling(events, ["c"], None) == {}  # no session timeout told: no bound

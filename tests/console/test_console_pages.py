@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -237,3 +239,89 @@ def test_consumer_protocol_group_shows_epochs_and_assignments(
         assert "console-848-client" in page and f"{TOPIC}-0" in page
     finally:
         consumer.close()
+
+
+def _deadlines(page: str) -> dict[str, tuple[str, int | None]]:
+    """member id -> (what it is awaited for, its deadline in ms) from #awaited."""
+    from datetime import UTC, datetime
+
+    out = {}
+    for row in re.findall(r'<tr class="reconciling">(.*?)</tr>', page, re.S):
+        cells = [
+            html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
+        found = re.search(r"awaited until (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) UTC", cells[5])
+        ms = None
+        if found:
+            stamp = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
+            ms = int(stamp.timestamp() * 1000)
+        out[cells[0]] = (cells[4], ms)
+    return out
+
+
+def _wait_for(http: TestClient, gid: str, done: Any) -> dict[str, tuple[str, int | None]]:
+    deadline = time.monotonic() + 15
+    while True:
+        rows = _deadlines(http.get(f"/groups/{gid}").text)
+        if done(rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.3)
+
+
+def test_consumer_group_members_behind_the_target_listed_with_their_deadlines(
+    http: TestClient, group: tuple
+) -> None:
+    """KIP-848: a member that must give up a partition is awaited until its
+    revocation deadline (its rebalance timeout from the heartbeat that told it),
+    one that has not heartbeated since the new target at the latest until its
+    session can expire, and one waiting for a partition another still holds has
+    no deadline of its own. Raw ConsumerGroupHeartbeats, so each step is held."""
+    from tests.support.security import RawClient
+    from tests.wire.clients import create_topic
+
+    broker, _ = group
+    topic, gid = "console-848-revoke", "console-848-revoke-g"
+    create_topic(broker.bootstrap, topic, partitions=2)
+    raw = RawClient(broker.port)
+
+    def heartbeat(member_id: str, epoch: int, owned: list[Any], timeout: int) -> Any:
+        body = {
+            "group_id": gid,
+            "member_id": member_id,
+            "member_epoch": epoch,
+            "rebalance_timeout": timeout,
+            "subscribed_topic_names": [topic],
+            "topic_partitions": owned,
+        }
+        answer = raw.call(68, 0, body)
+        assert answer.error_code == 0, answer
+        return answer
+
+    try:
+        a = heartbeat("", 0, [], 60_000)
+        owned = [
+            {"topic_id": t.topic_id, "partitions": list(t.partitions)}
+            for t in a.assignment.topic_partitions
+        ]
+        assert sum(len(t["partitions"]) for t in owned) == 2
+        a = heartbeat(a.member_id, a.member_epoch, owned, 60_000)  # a owns both
+        b = heartbeat("", 0, [], 45_000)  # the new target moves one partition to b
+        # the target is computed off the heartbeat and the console caches a group
+        # for a second: read the page until it shows both
+        behind = _wait_for(http, gid, lambda rows: set(rows) == {a.member_id, b.member_id})
+        why, session_bound = behind[a.member_id]
+        assert why == "its first heartbeat since the new target" and session_bound
+        assert behind[b.member_id] == (
+            "partitions other members still hold (no deadline of its own)",
+            None,
+        )
+        before = int(time.time() * 1000)
+        heartbeat(a.member_id, a.member_epoch, owned, 60_000)  # told to give one up
+        after = int(time.time() * 1000)
+        behind = _wait_for(http, gid, lambda rows: rows.get(a.member_id, ("",))[0] != why)
+        why, deadline = behind[a.member_id]
+        assert why == "giving up 1 partition(s)"
+        assert deadline is not None and before + 60_000 <= deadline <= after + 60_000
+    finally:
+        raw.close()

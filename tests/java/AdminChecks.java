@@ -9,7 +9,10 @@ import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.acl.*;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.common.resource.*;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -96,6 +99,16 @@ public class AdminChecks {
                 List<Object> parts = new ArrayList<>();
                 d.partitions().forEach(i -> parts.add(List.of(i.partition(), i.replicas().size(), i.isr().size(), i.leader() != null)));
                 return Map.of("name", d.name(), "internal", d.isInternal(), "partitions", parts);
+            });
+            // Admin 4.x describes topics with DescribeTopicPartitions: one partition
+            // per answer makes it follow the broker's cursor through the topic
+            check("describeTopics-paged", () -> {
+                TopicDescription d = admin.describeTopics(List.of(T),
+                        new DescribeTopicsOptions().partitionSizeLimitPerResponse(1)).allTopicNames().get().get(T);
+                List<Object> parts = new ArrayList<>();
+                d.partitions().forEach(i -> parts.add(List.of(i.partition(), i.replicas().size(), i.isr().size(),
+                        i.leader() != null, i.elr() == null ? "null" : i.elr().toString())));
+                return Map.of("name", d.name(), "partitions", parts, "topicId", d.topicId() != null);
             });
             check("describeTopics-nosuch", () -> admin.describeTopics(List.of("nosuch")).allTopicNames().get().keySet());
             check("describeConfigs-topic", () -> {
@@ -223,6 +236,59 @@ public class AdminChecks {
                 return new TreeSet<>(f.finalizedFeatures().keySet());
             });
             check("describeClientQuotas", () -> admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get().toString());
+            check("alterClientQuotas", () -> {
+                ClientQuotaEntity user = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, "quota-u"));
+                Map<String, String> dflt = new HashMap<>();
+                dflt.put(ClientQuotaEntity.CLIENT_ID, null);
+                ClientQuotaEntity clients = new ClientQuotaEntity(dflt);
+                admin.alterClientQuotas(List.of(
+                        new ClientQuotaAlteration(user, List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0))),
+                        new ClientQuotaAlteration(clients, List.of(new ClientQuotaAlteration.Op("consumer_byte_rate", 2048.0)))
+                )).all().get();
+                return "ok";
+            });
+            check("alterClientQuotas-refused", () -> {
+                ClientQuotaEntity c = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, "quota-c"));
+                admin.alterClientQuotas(List.of(new ClientQuotaAlteration(c,
+                        List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.5))))).all().get();
+                return "accepted";
+            });
+            check("describeClientQuotas-after", () -> {
+                // Kafka applies an alteration through its controller: read until it shows
+                ClientQuotaFilter users = ClientQuotaFilter.containsOnly(List.of(ClientQuotaFilterComponent.ofEntityType(ClientQuotaEntity.USER)));
+                long until = System.currentTimeMillis() + 15000;
+                Map<ClientQuotaEntity, Map<String, Double>> got = Map.of();
+                while (System.currentTimeMillis() < until) {
+                    got = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
+                    if (got.size() >= 2) break;
+                    Thread.sleep(100);
+                }
+                Map<String, Object> m = new TreeMap<>();
+                got.forEach((e, v) -> m.put(e.entries().toString(), new TreeMap<>(v)));
+                m.put("users-only", admin.describeClientQuotas(users).entities().get().keySet().toString());
+                return m;
+            });
+            check("alterClientQuotas-remove", () -> {
+                ClientQuotaEntity user = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, "quota-u"));
+                admin.alterClientQuotas(List.of(new ClientQuotaAlteration(user,
+                        List.of(new ClientQuotaAlteration.Op("producer_byte_rate", null))))).all().get();
+                long until = System.currentTimeMillis() + 15000;
+                Map<ClientQuotaEntity, Map<String, Double>> got = Map.of();
+                while (System.currentTimeMillis() < until) {
+                    got = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
+                    if (got.size() < 2) break;
+                    Thread.sleep(100);
+                }
+                return got.keySet().toString();
+            });
+            // DescribeQuorum through the broker: a one-node quorum that this node leads
+            check("describeMetadataQuorum", () -> {
+                QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get();
+                List<Integer> voters = new ArrayList<>();
+                q.voters().forEach(v -> voters.add(v.replicaId() == q.leaderId() ? -1 : v.replicaId()));
+                return Map.of("voters(-1=leader)", voters, "observers", q.observers().size(),
+                        "leaderEpochPositive", q.leaderEpoch() > 0, "nodes", q.nodes().size());
+            });
             check("listPartitionReassignments", () -> admin.listPartitionReassignments().reassignments().get().toString());
             check("electLeaders-preferred", () -> admin.electLeaders(ElectionType.PREFERRED, Set.of(new TopicPartition(T, 0)))
                     .partitions().get().toString());

@@ -22,6 +22,7 @@ from tests.support.java import (
     CONSOLE_CONSUMER,
     CONSOLE_PRODUCER,
     GROUPS,
+    QUORUM,
     TOPICS,
     TRANSACTIONS,
     ToolSession,
@@ -394,6 +395,16 @@ SCRIPT: list[tuple[str, str, tuple[str, ...], str]] = [
     ("txn-list", TRANSACTIONS, ("list",), ""),
     ("txn-describe-nosuch", TRANSACTIONS, ("describe", "--transactional-id", "nosuch"), ""),
     ("txn-producers", TRANSACTIONS, ("describe-producers", "--topic", T, "--partition", "0"), ""),
+    # late in the script: Kafka applies cfg-quota through its controller
+    (
+        "cfg-quota-describe",
+        CONFIGS,
+        ("--entity-type", "users", "--entity-name", "bob", "--describe"),
+        "",
+    ),
+    ("cfg-users-after", CONFIGS, ("--entity-type", "users", "--describe"), ""),
+    ("quorum-status", QUORUM, ("describe", "--status"), ""),
+    ("quorum-replication", QUORUM, ("describe", "--replication"), ""),
 ]
 
 # Steps where muster answers otherwise, each with a check of muster's own answer.
@@ -412,31 +423,29 @@ DIFFERENT: dict[str, Any] = {
     "cfg-broker-alter": lambda r: "only topic configs can be altered" in r["err"],
     # DescribeConfigs on a GROUP resource (KIP-848 group configs) is not served
     "cfg-group": lambda r: "resource type 32 is not supported" in r["err"],
-    # no client quotas: described empty (as on Kafka), an alteration refused
-    "cfg-quota": lambda r: "does not enforce client quotas" in r["err"],
 }
 # Exit codes that differ as well (the tool succeeds on Kafka, fails on muster)
 EXIT_DIFFERS = {
     "cfg-broker-alter",
     "cfg-group",
-    "cfg-quota",
 }
 # kafka-acls prints the ACLs of a resource in the order of a hash set
 # and kafka-consumer-groups --describe --all-groups the groups in the order of one
-UNORDERED = {name for name, tool, _, _ in SCRIPT if tool == ACLS} | {"describe-all"}
+UNORDERED = {name for name, tool, _, _ in SCRIPT if tool == ACLS} | {
+    "describe-all",
+    "cfg-users-after",
+}
 
 
 def mask(text: str, name: str = "") -> str:
     """What differs between two correct single-node brokers: addresses, the node
     id (muster is node 0, Kafka node 1), topic ids, client ids, timestamps;
-    Kafka's describe shows ELR (KIP-966) from DescribeTopicPartitions and the
-    cluster-wide min.insync.replicas=1 its controller sets, and the synonyms of
-    each config."""
+    the cluster-wide min.insync.replicas=1 Kafka's controller sets, and the
+    synonyms of each config."""
     text = re.sub(r"127\.0\.0\.1:\d+", "ADDR", text)
     text = re.sub(r"TopicId: \S+", "TopicId: ID", text)
     text = re.sub(r"\((?:0|1)\)", "(NODE)", text)
     text = re.sub(r"(Leader|Replicas|Isr): [01]\b", r"\1: NODE", text)
-    text = re.sub(r"\tElr: [^\t]*\tLastKnownElr: [^\n]*", "", text)
     text = re.sub(r"min\.insync\.replicas=1,?", "", text)
     text = re.sub(r"synonyms=\{[^}]*\}", "synonyms={}", text)
     text = re.sub(r"(console-consumer|consumer)-[\w-]+", "CLIENT", text)
@@ -456,6 +465,19 @@ def mask(text: str, name: str = "") -> str:
             " ".join(cols[i] for i in (1, 2, 3, 5) if i < len(cols))
             for cols in ([c.strip() for c in line.split("\t")] for line in text.splitlines())
         )
+    if name.startswith("quorum-"):
+        # the node id, the metadata log's position (muster keeps no metadata log:
+        # its high watermark is 0), clocks, and the listener: Kafka's CONTROLLER,
+        # muster's own (the broker is its controller)
+        text = re.sub(r"(ClusterId|LeaderId|HighWatermark):(\s+)\S+", r"\1:\2X", text)
+        text = re.sub(r'"id": [01]', '"id": NODE', text)
+        text = re.sub(r'"\w+://ADDR"', '"LISTENER://ADDR"', text)
+        rows = [[c.strip() for c in line.split("\t")] for line in text.splitlines()]
+        for row in rows[1:] if name == "quorum-replication" else ():
+            if len(row) > 5:  # NodeId, LogEndOffset, LastFetch-, LastCaughtUpTimestamp
+                row[0], row[2], row[4], row[5] = "NODE", "LEO", "T", "T"
+        if name == "quorum-replication":
+            text = "\n".join("\t".join(row) for row in rows)
     if name in UNORDERED:
         text = "\n".join(sorted(line.strip() for line in text.splitlines()))
     return text

@@ -2,12 +2,13 @@
 same way by muster (raw frames; the Java Admin's view of them is in
 tests/javacli/test_admin.py): ElectLeaders, ListPartitionReassignments,
 ListTransactions, DescribeTransactions and DescribeProducers with nothing to
-report, DescribeClientQuotas (none) and AlterClientQuotas (refused), and
-DescribeGroups v6 on an unknown group."""
+report, client quotas kept across kill -9, and DescribeGroups v6 on an
+unknown group."""
 
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
@@ -97,36 +98,55 @@ def test_describe_producers(shared_muster: MusterProcess) -> None:
     assert unknown.error_code == ErrorCode.unknown_topic_or_partition
 
 
-def test_client_quotas_none_described_and_none_set(shared_muster: MusterProcess) -> None:
-    """muster enforces no client quotas: every filter describes nothing (as a
-    Kafka with none set), and an alteration is refused entry by entry rather
-    than stored and not enforced (kafka-configs --entity-type clients)."""
-    for version in (0, 1):
-        described = call(
-            shared_muster.port,
-            48,
-            version,
-            {"components": [{"entity_type": "client-id", "match_type": 2}], "strict": False},
-        )
-        assert (described.error_code, described.entries) == (ErrorCode.none, ())
-        entity = {"entity_type": "client-id", "entity_name": "app"}
-        altered = call(
-            shared_muster.port,
-            49,
-            version,
-            {
+def _quotas(port: int) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+    answer = call(port, 48, 1, {"components": [], "strict": False})
+    assert answer.error_code == ErrorCode.none
+    return {
+        tuple((c.entity_type, c.entity_name) for c in e.entity): {v.key: v.value for v in e.values}
+        for e in answer.entries
+    }
+
+
+def test_client_quotas_acknowledged_survive_kill_9(tmp_path: Path) -> None:
+    """An acknowledged AlterClientQuotas is on disk: after kill -9 the restarted
+    broker describes the same quotas (what kafka-configs and UIs read back);
+    a validate_only change and a refused entry leave nothing."""
+    broker = MusterProcess(tmp_path / "data").start()
+    try:
+
+        def alter(entity: list[tuple[str, str | None]], key: str, value: float, **kw: bool):
+            body = {
                 "entries": [
-                    {"entity": [entity], "ops": [{"key": "producer_byte_rate", "value": 1024.0}]}
+                    {
+                        "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                        "ops": [{"key": key, "value": value, "remove": kw.get("remove", False)}],
+                    }
                 ],
-                "validate_only": False,
-            },
+                "validate_only": kw.get("validate_only", False),
+            }
+            [entry] = call(broker.port, 49, 1, body).entries
+            return entry.error_code
+
+        assert alter([("client-id", "app")], "producer_byte_rate", 1024.0) == ErrorCode.none
+        assert alter([("user", None)], "request_percentage", 12.5) == ErrorCode.none
+        assert alter([("user", "bob"), ("client-id", "app")], "consumer_byte_rate", 7.0) == 0
+        assert alter([("client-id", "dry")], "producer_byte_rate", 1.0, validate_only=True) == 0
+        assert alter([("client-id", "bad")], "producer_byte_rate", -1.0) == (
+            ErrorCode.invalid_request
         )
-        [entry] = altered.entries
-        assert entry.error_code == ErrorCode.invalid_request
-        assert "does not enforce client quotas" in (entry.error_message or "")
-        assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("client-id", "app")]
-    again = call(shared_muster.port, 48, 1, {"components": [], "strict": False})
-    assert again.entries == ()
+        assert (
+            alter([("user", "bob"), ("client-id", "app")], "consumer_byte_rate", 0, remove=True)
+            == 0
+        )
+        expected = {
+            (("client-id", "app"),): {"producer_byte_rate": 1024.0},
+            (("user", None),): {"request_percentage": 12.5},
+        }
+        assert _quotas(broker.port) == expected
+        broker.restart(hard=True)
+        assert _quotas(broker.port) == expected
+    finally:
+        broker.close()
 
 
 def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
@@ -154,3 +174,31 @@ def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterPr
     assert supported["metadata.version"][1] == 33
     old = call(shared_muster.port, 18, 0, {})
     assert old.error_code == ErrorCode.none and old.api_keys
+
+
+def test_describe_topic_partitions_pages_through_every_topic(shared_muster: MusterProcess) -> None:
+    """An empty topic list describes every topic (what a UI lists): followed
+    cursor by cursor at 3 partitions an answer, each partition of each topic
+    comes exactly once, in name order, internal topics flagged as such."""
+    create_topic(shared_muster.bootstrap, "dtp-all-a", partitions=4)
+    create_topic(shared_muster.bootstrap, "dtp-all-b", partitions=2)
+    seen: list[tuple[str, int]] = []
+    internal: dict[str, bool] = {}
+    cursor = None
+    for _ in range(1000):
+        body = {"topics": [], "response_partition_limit": 3, "cursor": cursor}
+        answer = call(shared_muster.port, 75, 0, body)
+        parts = [(t.name, p.partition_index) for t in answer.topics for p in t.partitions]
+        assert 0 < len(parts) <= 3 or answer.next_cursor is None
+        seen += parts
+        internal.update({t.name: t.is_internal for t in answer.topics})
+        if answer.next_cursor is None:
+            break
+        cursor = {
+            "topic_name": answer.next_cursor.topic_name,
+            "partition_index": answer.next_cursor.partition_index,
+        }
+    assert seen == sorted(set(seen))
+    assert [p for t, p in seen if t == "dtp-all-a"] == [0, 1, 2, 3]
+    assert [p for t, p in seen if t == "dtp-all-b"] == [0, 1]
+    assert internal.get("__consumer_offsets", True) and not internal["dtp-all-a"]

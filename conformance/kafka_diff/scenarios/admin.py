@@ -355,35 +355,3 @@ for _v in range(2):
     register("admin", f"incremental_alter_configs_v{_v}", _incremental(_v))
 for _v in range(3):
     register("admin", f"alter_configs_v{_v}", _alter(_v))
-
-
-DESCRIBE_CLIENT_QUOTAS = 48
-MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-
-
-def _describe_quotas(v: int):
-    """No quota set on either broker: every filter matches nothing."""
-
-    def run(s: Session) -> None:
-        if not s.supports(DESCRIBE_CLIENT_QUOTAS, v):
-            return
-        filters = {
-            "all": ([], False),
-            "default_client": ([("client-id", MATCH_DEFAULT, None)], False),
-            "user_exact_strict": ([("user", MATCH_EXACT, "alice")], True),
-            "any_client": ([("client-id", MATCH_ANY, None)], False),
-        }
-        for label, (components, strict) in filters.items():
-            body = {
-                "components": [
-                    {"entity_type": t, "match_type": m, "match": name} for t, m, name in components
-                ],
-                "strict": strict,
-            }
-            s.call(DESCRIBE_CLIENT_QUOTAS, v, body, label)
-
-    return run
-
-
-for _v in range(2):
-    register("admin", f"describe_client_quotas_v{_v}", _describe_quotas(_v))

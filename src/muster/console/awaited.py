@@ -1,5 +1,6 @@
 """During a classic group's rebalance: who the join phase waits for, and
-until when.
+until when; in a consumer (KIP-848) group, who is not at its target
+assignment yet, and until when (`reconciling`).
 
 On muster, `join_round`: the coordinator writes a JoinWaiting event for each
 JoinGroup it holds in the join phase (with the phase's deadline), so the
@@ -24,6 +25,7 @@ from muster.coordinator.events import (
     RebalanceCompleted,
     RebalanceStarted,
 )
+from muster.coordinator.events_modern import ConsumerMemberReconciled, ConsumerTargetAssigned
 
 
 class MemberLike(Protocol):
@@ -124,3 +126,49 @@ def join_round(events: list[GroupEvent], described: Iterable[MemberLike]) -> Joi
         Held(m.member_id, m.client_id, m.client_host, rejoined.get(m.member_id)) for m in described
     )
     return JoinRound(began.generation, began.at_ms, deadline, members)
+
+
+# ---- consumer (KIP-848) groups: who is not at its target yet, and until when ----
+
+
+@dataclass(frozen=True)
+class Reconciling:
+    """A consumer-group member not yet at the target assignment, and the time
+    by which the coordinator removes it unless it has moved (None: it waits on
+    others, no deadline of its own)."""
+
+    member_id: str
+    why: str  # "revoking": must give up partitions; "releasing": waits on others;
+    # "heartbeat": has not heartbeated since the target was set
+    deadline_ms: int | None
+    revoking: tuple[str, ...] = ()
+
+
+def reconciling(
+    events: list[GroupEvent], member_ids: Iterable[str], session_timeout_ms: int | None
+) -> dict[str, Reconciling]:
+    """From muster's events: for each member id (members behind the target,
+    from ConsumerGroupDescribe) its revocation deadline (the coordinator's
+    ConsumerMemberReconciled: at_ms + rebalance timeout), or, if it has not
+    heartbeated since the target was computed (no ConsumerMemberReconciled since
+    the last ConsumerTargetAssigned), the latest its session can expire: its
+    last heartbeat was before the target, so target time + session timeout."""
+    target_at = next(
+        (e.at_ms for e in reversed(events) if isinstance(e, ConsumerTargetAssigned)), None
+    )
+    latest: dict[str, ConsumerMemberReconciled] = {}
+    for e in events:
+        if isinstance(e, ConsumerMemberReconciled):
+            latest[e.member_id] = e
+    out = {}
+    for member_id in member_ids:
+        last = latest.get(member_id)
+        if last is not None and target_at is not None and last.at_ms >= target_at:
+            if last.state == "UNREVOKED_PARTITIONS":
+                deadline = last.deadline_ms or None
+                out[member_id] = Reconciling(member_id, "revoking", deadline, last.revoking)
+            else:
+                out[member_id] = Reconciling(member_id, "releasing", None)
+        elif target_at is not None and session_timeout_ms:
+            out[member_id] = Reconciling(member_id, "heartbeat", target_at + session_timeout_ms)
+    return out

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from muster import explain
 from muster.console.alerts import REBALANCING, rebalancing_since
-from muster.console.awaited import JoinRound, awaited, join_round
+from muster.console.awaited import JoinRound, awaited, join_round, reconciling
 from muster.console.chart import sparkline
 from muster.console.history import derived_history
 from muster.console.source import GroupDetail
@@ -89,6 +89,11 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
             waiting = awaited(history, (m.member_id for m in members), since)
         if round_ is not None and round_.deadline_ms is None and waiting is not None:
             round_ = dataclasses.replace(round_, deadline_ms=waiting.deadline_ms)
+    behind = _reconciling(detail)
+    deadlines = {}
+    if behind and console.events.available:  # muster's events tell each member's deadline
+        session_ms = await console.source.consumer_session_timeout_ms()
+        deadlines = reconciling(events, (m.member_id for m in behind), session_ms)
     return {
         "group_id": group_id,
         "detail": detail,
@@ -102,7 +107,8 @@ async def group_context(request: Request, group_id: str) -> dict[str, Any]:
         "awaited": waiting,
         "join_round": round_,
         # a consumer group: the members not yet at the target assignment
-        "reconciling": _reconciling(detail),
+        "reconciling": behind,
+        "deadlines": deadlines,
     }
 
 

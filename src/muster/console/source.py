@@ -272,20 +272,24 @@ class Source:
 
     async def offsets_retention_ms(self) -> int | None:
         """The broker's offsets.retention.minutes in ms (cached), None if not told."""
+        return await self._broker_ms("offsets.retention.minutes", 60_000)
 
-        async def make() -> int | None:
-            admin = await self.admin()
-            node = str(min(admin.cluster.brokers, default=0))
-            found = dict((n, v) for n, v, _ in await self.configs(BROKER, node))
-            value = found.get("offsets.retention.minutes")
-            return int(value) * 60_000 if value and value.isdigit() else None
+    async def consumer_session_timeout_ms(self) -> int | None:
+        """The broker's group.consumer.session.timeout.ms (KIP-848 groups), None if not told."""
+        return await self._broker_ms("group.consumer.session.timeout.ms", 1)
 
-        hit = self._cache.get("retention")
+    async def _broker_ms(self, name: str, unit_ms: int) -> int | None:
+        """A broker setting (in units of `unit_ms`) as ms, read at most once a minute."""
+        hit = self._cache.get(name)
         if hit is not None and time.monotonic() - hit.at < 60.0:
             return hit.value  # type: ignore[no-any-return]
-        value = await make()
-        self._cache["retention"] = Sampled(value)
-        return value
+        admin = await self.admin()
+        node = str(min(admin.cluster.brokers, default=0))
+        found = dict((n, v) for n, v, _ in await self.configs(BROKER, node))
+        value = found.get(name)
+        ms = int(value) * unit_ms if value and value.isdigit() else None
+        self._cache[name] = Sampled(ms)
+        return ms
 
     async def topic_configs(self, topic: str) -> list[tuple[str, str | None, bool]]:
         return await self.configs(TOPIC, topic)

@@ -13,7 +13,8 @@ ConsumerTargetAssigned  — the target assignment was computed for an epoch:
 ConsumerMemberReconciled — a member's current assignment moved: group_id,
   member_id, from_epoch, to_epoch, state (Kafka's MemberState name),
   assigned (partition count), revoking (partitions it must give up first, as
-  "topic-id:partition"), at_ms.
+  "topic-id:partition"), at_ms, deadline_ms (when revoking: the time it is
+  removed unless it has given them up, at_ms + its rebalance timeout; else 0).
 ConsumerMemberRemoved   — group_id, member_id, instance_id, cause, at_ms.
 ConsumerGroupConverted  — the group changed type online (KIP-848 migration):
   group_id, to_type ("consumer" or "classic"), epoch (the generation / group
@@ -187,6 +188,7 @@ class ConsumerMemberReconciled(_Event):
     assigned: int
     revoking: tuple[str, ...]
     at_ms: int
+    deadline_ms: int = 0  # 0: none (not revoking, or written before it was told)
 
     def sentence(self) -> str:
         who = f"member {self.member_id}"

@@ -102,6 +102,14 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(69, "ConsumerGroupDescribe", 0, 1, "modern_groups:handle_consumer_group_describe"),
     ApiEntry(60, "DescribeCluster", 0, 2, "cluster_admin:handle_describe_cluster"),
     ApiEntry(35, "DescribeLogDirs", 1, 4, "cluster_admin:handle_describe_log_dirs"),
+    ApiEntry(
+        75,
+        "DescribeTopicPartitions",
+        0,
+        0,
+        "describe_topics:handle_describe_topic_partitions",
+    ),
+    ApiEntry(55, "DescribeQuorum", 0, 2, "quorum:handle_describe_quorum"),
     ApiEntry(61, "DescribeProducers", 0, 0, "transactions:handle_describe_producers"),
     ApiEntry(65, "DescribeTransactions", 0, 0, "transactions:handle_describe_transactions"),
     ApiEntry(66, "ListTransactions", 0, 1, "transactions:handle_list_transactions"),
@@ -109,8 +117,10 @@ ENTRIES: tuple[ApiEntry, ...] = (
     ApiEntry(
         46, "ListPartitionReassignments", 0, 0, "replicas:handle_list_partition_reassignments"
     ),
-    ApiEntry(48, "DescribeClientQuotas", 0, 1, "configs:handle_describe_client_quotas"),
-    ApiEntry(49, "AlterClientQuotas", 0, 1, "configs:handle_alter_client_quotas", serial=True),
+    ApiEntry(48, "DescribeClientQuotas", 0, 1, "client_quotas:handle_describe_client_quotas"),
+    ApiEntry(
+        49, "AlterClientQuotas", 0, 1, "client_quotas:handle_alter_client_quotas", serial=True
+    ),
     ApiEntry(32, "DescribeConfigs", 1, 4, "configs:handle_describe_configs"),
     ApiEntry(33, "AlterConfigs", 0, 2, "configs:handle_alter_configs", serial=True),
     ApiEntry(

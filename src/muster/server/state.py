@@ -105,6 +105,7 @@ class Services:
     coordinator: GroupCoordinator | None = None  # set once it is made (it loads later)
     transactions: TransactionCoordinator | None = None  # set once it has started
     share: ShareState | None = None  # share partitions and sessions, with muster.share.enable
+    quotas: Any = None  # muster.server.quotas.QuotaStore, made on first use
     bound_port: int | None = None  # the first listener's port, once listening
     bound_ports: dict[str, int] = field(default_factory=dict)  # listener name -> port
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from muster.protocol.codec import SameAnswer
 from muster.server.state import RequestContext
 
 METADATA_VERSION = 33  # Kafka 4.4's (kafka-diff api_versions.request_v3)
@@ -50,14 +51,30 @@ def supported_versions(table: dict[int, Any]) -> list[dict[str, int]]:
     ]
 
 
-async def handle_api_versions(ctx: RequestContext, req: Any) -> dict[str, Any]:
+# API table (by identity, kept alive here) -> its answer; a process holds one
+# table per broker it runs, and a table never changes once the broker serves
+_ANSWERS: dict[int, tuple[dict[int, Any], SameAnswer]] = {}
+
+
+async def handle_api_versions(ctx: RequestContext, req: Any) -> SameAnswer:
     table = ctx.state.services.api_table
-    return {
-        "error_code": ErrorCode.none,
-        "api_keys": supported_versions(table),
-        "throttle_time": 0,
-        # v3's tagged fields; the schemas of v0-v2 have none and ignore them
-        "supported_features": SUPPORTED_FEATURES,
-        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
-        "finalized_features": FINALIZED_WITH_SHARE if SHARE_FETCH in table else FINALIZED_FEATURES,
-    }
+    known = _ANSWERS.get(id(table))
+    if known is not None and known[0] is table:
+        return known[1]
+    answer = SameAnswer(
+        {
+            "error_code": ErrorCode.none,
+            "api_keys": supported_versions(table),
+            "throttle_time": 0,
+            # v3's tagged fields; the schemas of v0-v2 have none and ignore them
+            "supported_features": SUPPORTED_FEATURES,
+            "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+            "finalized_features": (
+                FINALIZED_WITH_SHARE if SHARE_FETCH in table else FINALIZED_FEATURES
+            ),
+        }
+    )
+    if len(_ANSWERS) > 64:  # tests start many brokers in one process
+        _ANSWERS.clear()
+    _ANSWERS[id(table)] = (table, answer)
+    return answer

@@ -1,6 +1,5 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the
-broker; DescribeClientQuotas and AlterClientQuotas (the other half of
-kafka-configs.sh)."""
+broker (client quotas, the other half of kafka-configs.sh, are in client_quotas)."""
 
 from __future__ import annotations
 
@@ -349,45 +348,3 @@ async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> dic
             continue
         responses.append(_alter(ctx, res, current, req.validate_only))
     return {"throttle_time": 0, "responses": responses}
-
-
-# ---- client quotas -------------------------------------------------------------
-#
-# muster enforces no client quotas, so there are none to describe (a one-node
-# Kafka with none set answers the same empty list, which is what kafka-ui, AKHQ
-# and `kafka-configs.sh --describe --entity-type clients` read), and setting one
-# is refused entry by entry, as Kafka refuses an entry it cannot apply, rather
-# than stored and silently not enforced.
-
-NOT_ENFORCED = "muster does not enforce client quotas; none can be set"
-# Kafka's message for the same refusal (ClusterAuthorizationException)
-CLUSTER_DENIED = "Cluster authorization failed."
-
-
-async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    allowed = authz.cluster(ctx, Operation.DESCRIBE_CONFIGS)
-    # Kafka refuses the whole request without DESCRIBE_CONFIGS on the cluster
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none if allowed else ErrorCode.cluster_authorization_failed,
-        "error_message": None if allowed else CLUSTER_DENIED,
-        "entries": [] if allowed else None,
-    }
-
-
-async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if authz.cluster(ctx, Operation.ALTER_CONFIGS):
-        error, message = ErrorCode.invalid_request, NOT_ENFORCED
-    else:
-        error, message = ErrorCode.cluster_authorization_failed, CLUSTER_DENIED
-    entries = [
-        {
-            "error_code": error,
-            "error_message": message,
-            "entity": [
-                {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity
-            ],
-        }
-        for entry in req.entries
-    ]
-    return {"throttle_time": 0, "entries": entries}

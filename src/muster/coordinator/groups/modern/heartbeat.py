@@ -375,9 +375,10 @@ def reconcile_member(
     if after == member:
         return member
     write(store, fx, *current_assignment_record(gid, after))
+    deadline = 0
     if after.state is MemberState.UNREVOKED_PARTITIONS:
-        timeout = max(after.rebalance_timeout_ms, 0)
-        fx.schedule(revocation_key(gid, after.member_id), fx.now + timeout)
+        deadline = fx.now + max(after.rebalance_timeout_ms, 0)
+        fx.schedule(revocation_key(gid, after.member_id), deadline)
     else:
         fx.cancel(revocation_key(gid, after.member_id))
     fx.emit(
@@ -392,6 +393,7 @@ def reconcile_member(
                 f"{t}:{p}" for t, ps in sorted(after.pending_revocation.items()) for p in sorted(ps)
             ),
             fx.now,
+            deadline,
         )
     )
     return after
