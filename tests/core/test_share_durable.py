@@ -71,6 +71,8 @@ def test_updates_between_snapshots_and_replay_equals_live() -> None:
     assert state.batches == (StateBatch(10, 16, ACKED, 1),)
     assert state.state_epoch == 0 and state.snapshot_epoch == 2
     assert log.rebuilt().states == log.store.states
+    # a snapshot counts the finished records it holds; an update leaves it out (-1)
+    assert [getattr(r[2], "delivery_complete_count", None) for r in log.records[5:8]] == [-1, 6, -1]
     # from the last snapshot on is enough: what comes before may go
     assert log.store.prunable([KEY], len(log.records)) == 6
     assert log.rebuilt(start=6).states == log.store.states

@@ -112,9 +112,9 @@ class ShareStateStore:
         if current.updates + 1 >= self.per_snapshot:
             merged = merge(current.batches, batches, start)
             return self._snapshot(key, current, current.state_epoch, start, merged, now)
-        value = ShareUpdateValue(
-            current.snapshot_epoch, 0, start, batches, _complete(batches, start)
-        )
+        # delivery_complete_count counts the whole partition's finished
+        # records: an update knows only its own batches, so it leaves it out
+        value = ShareUpdateValue(current.snapshot_epoch, 0, start, batches)
         return UPDATE, key, value
 
     def delete(self, key: ShareStateKey) -> list[Record]:
