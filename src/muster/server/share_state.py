@@ -285,9 +285,16 @@ class ShareState:
             return
         for session in gone:
             self.close_session(session)
-        task = asyncio.get_running_loop().create_task(self.persist())
+        task = asyncio.get_running_loop().create_task(self._persist_quietly())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _persist_quietly(self) -> bool:
+        try:
+            return await self.persist()
+        except Exception as exc:  # a background write: one line, never a traceback
+            log.error("share state of closed sessions not written: %s", exc)
+            return False
 
     async def delete_group(self, group_id: str) -> None:
         await self.delete_state(group_id)

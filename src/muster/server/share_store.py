@@ -121,7 +121,8 @@ class ShareStateLog:
             try:
                 batch = build_batch([share_state_record(key, value, kind)], timestamp_ms=now)
                 info = plog.append(batch, now)
-            except (OSError, CodedError, RecordFormatError) as exc:
+            except (OSError, ValueError, CodedError, RecordFormatError) as exc:
+                # ValueError: the log was closed under us (the broker is stopping)
                 raise WriteFailed(f"{STATE_TOPIC}-{partition}: {exc}") from exc
             self.store.replay(record, info.base_offset)
             self.state.durability.appended(plog, latency_bound=True)
