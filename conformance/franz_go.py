@@ -39,12 +39,13 @@ RESULT = re.compile(r"^--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)")
 
 
 @contextlib.contextmanager
-def broker(kind: str, work: Path) -> Iterator[str]:
+def broker(kind: str, work: Path, share: bool = True) -> Iterator[str]:
     if kind == "muster":
         # Kafka's durability (no fsync before the answer), as the peers run
-        proc: MusterProcess | KafkaProcess | KfakeProcess = MusterProcess(
-            work / "data", {"muster.fsync": "never"}
-        )
+        props = {"muster.fsync": "never"}
+        if not share:  # share groups (KIP-932) left out (they are on by default, as in Kafka)
+            props["muster.share.enable"] = "false"
+        proc: MusterProcess | KafkaProcess | KfakeProcess = MusterProcess(work / "data", props)
     elif kind == "kafka":
         proc = KafkaProcess(work / "kafka")
     else:
@@ -66,6 +67,10 @@ def main() -> int:
     ap.add_argument("--run", default="", help="go test -run pattern (default: every test)")
     ap.add_argument("--records", type=int, default=50_000, help="KGO_TEST_RECORDS")
     ap.add_argument("--chaos", action="store_true", help="KGO_TEST_CHAOS=1 (connections cut)")
+    ap.add_argument(
+        "--share", action="store_true", help="share groups on (KIP-932): the default, kept"
+    )
+    ap.add_argument("--no-share", action="store_true", help="muster.share.enable=false")
     ap.add_argument("--timeout", type=int, default=900, help="seconds for the whole run")
     args = ap.parse_args()
 
@@ -73,7 +78,10 @@ def main() -> int:
     out_dir = REPO / "conformance" / "results" / time.strftime("%Y%m%d-%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / f"franz-go-{args.broker}.log"
-    with tempfile.TemporaryDirectory(prefix="kgo-") as tmp, broker(args.broker, Path(tmp)) as seeds:
+    with (
+        tempfile.TemporaryDirectory(prefix="kgo-") as tmp,
+        broker(args.broker, Path(tmp), not args.no_share) as seeds,
+    ):
         env = {
             **os.environ,
             "KGO_SEEDS": seeds,

@@ -138,6 +138,62 @@ PROPERTIES: tuple[Property, ...] = (
         "Online classic <-> consumer group conversion: bidirectional, upgrade, downgrade,"
         " disabled.",
     ),
+    Property(
+        "muster.share.enable",
+        bool,
+        True,
+        "Serve and advertise share groups (KIP-932), as a Kafka 4.4 does by default;"
+        " false leaves the share APIs out (Kafka: share.version 0).",
+    ),
+    Property(
+        "group.share.session.timeout.ms",
+        int,
+        45000,
+        "Share-group members are fenced after this silence.",
+    ),
+    Property(
+        "group.share.heartbeat.interval.ms",
+        int,
+        5000,
+        "How often share-group members are told to heartbeat.",
+    ),
+    Property("group.share.max.size", int, 200, "Most members in one share group."),
+    Property(
+        "group.share.record.lock.duration.ms",
+        int,
+        30000,
+        "How long a share-group member holds a record it acquired.",
+    ),
+    Property(
+        "group.share.delivery.count.limit",
+        int,
+        5,
+        "Deliveries of a record before a share group archives it.",
+    ),
+    Property(
+        "group.share.max.share.sessions",
+        int,
+        2000,
+        "Share sessions (ShareFetch) one broker keeps at once; past it a new one is refused.",
+    ),
+    Property(
+        "group.share.partition.max.record.locks",
+        int,
+        2000,
+        "Records in flight (acquired or available) per share partition.",
+    ),
+    Property(
+        "share.coordinator.state.topic.num.partitions",
+        int,
+        50,
+        "Partitions of __share_group_state.",
+    ),
+    Property(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        int,
+        500,
+        "ShareUpdate records of a share partition between two ShareSnapshots.",
+    ),
     Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state."),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout accepted."),
     Property(
@@ -225,7 +281,7 @@ ALIASES: dict[str, tuple[str, int]] = {
 
 
 def did_you_mean(name: str, known: Iterable[str] | None = None) -> str:
-    """" (did you mean 'x'?)" for the known property name closest to a
+    """ " (did you mean 'x'?)" for the known property name closest to a
     misspelt one, or "": by default among the broker's names (muster's and
     Kafka's alike); the CLI passes the client's."""
     import difflib

@@ -1,4 +1,4 @@
-"""The coordinator cores (groups and transactions) stay pure: no asyncio,
+"""The coordinator cores (groups, transactions and share partitions) stay pure: no asyncio,
 sockets, clocks or server/client imports."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import muster.coordinator
 import muster.records.offsets_topic
 import muster.records.transaction_log
 import muster.security
+import muster.share
 import muster.transactions
 
 FORBIDDEN_MODULES = (
@@ -29,9 +30,11 @@ FORBIDDEN_CALLS = ("time.time", "time.monotonic", "datetime.now", "datetime.utcn
 def _files() -> list[Path]:
     root = Path(muster.coordinator.__file__).parent
     txn_root = Path(muster.transactions.__file__).parent
+    share_root = Path(muster.share.__file__).parent
     return [
         *sorted(root.rglob("*.py")),
         *sorted(txn_root.rglob("*.py")),
+        *sorted(share_root.rglob("*.py")),
         Path(muster.records.offsets_topic.__file__),
         Path(muster.records.transaction_log.__file__),
     ]
@@ -82,6 +85,8 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
     "log": {"records", "config"},
     "coordinator": {"records", "protocol", "assignors", "_lazy"},
     "transactions": {"records"},
+    # KIP-932 share partitions and their durable state: pure, no I/O
+    "share": {"records"},
     "assignors": {"protocol"},
     "explain": {"coordinator"},
     "server": {
@@ -93,6 +98,7 @@ ALLOWED_LAYERS: dict[str, set[str]] = {
         "transactions",
         "explain",
         "security",
+        "share",
     },
     "client": {"assignors", "protocol", "records", "security", "_lazy"},
     "spark": {"client", "records"},

@@ -153,3 +153,58 @@ def test_client_quotas_are_refused_not_kept(shared_muster: MusterProcess) -> Non
     bad_filter = {"components": [{"entity_type": "x", "match_type": 2, "match": None}]}
     answer = call(port, 48, 1, bad_filter | {"strict": False})
     assert answer.error_code == ErrorCode.unsupported_version
+
+
+def test_api_versions_tells_the_finalized_feature_levels(shared_muster: MusterProcess) -> None:
+    """ApiVersions v3 finalizes Kafka 4.4's metadata.version (UIs read the
+    version from it), group.version 1 (KIP-848) and share.version 1 (KIP-932,
+    served by default as in Kafka 4.4; without Kafka's dead-letter queue, its
+    level 2), and not transaction.version, which would make a Java producer
+    speak EndTxn v5; v0 has no such fields."""
+    answer = call(
+        shared_muster.port,
+        18,
+        3,
+        {"client_software_name": "ui", "client_software_version": "1"},
+    )
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level) for f in answer.finalized_features
+    }
+    assert finalized == {
+        "metadata.version": (33, 33),
+        "group.version": (1, 1),
+        "share.version": (1, 1),
+    }
+    assert answer.finalized_features_epoch >= 0
+    supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+    assert supported["metadata.version"][1] == 33
+    old = call(shared_muster.port, 18, 0, {})
+    assert old.error_code == ErrorCode.none and old.api_keys
+
+
+def test_describe_topic_partitions_pages_through_every_topic(shared_muster: MusterProcess) -> None:
+    """An empty topic list describes every topic (what a UI lists): followed
+    cursor by cursor at 3 partitions an answer, each partition of each topic
+    comes exactly once, in name order, internal topics flagged as such."""
+    create_topic(shared_muster.bootstrap, "dtp-all-a", partitions=4)
+    create_topic(shared_muster.bootstrap, "dtp-all-b", partitions=2)
+    seen: list[tuple[str, int]] = []
+    internal: dict[str, bool] = {}
+    cursor = None
+    for _ in range(1000):
+        body = {"topics": [], "response_partition_limit": 3, "cursor": cursor}
+        answer = call(shared_muster.port, 75, 0, body)
+        parts = [(t.name, p.partition_index) for t in answer.topics for p in t.partitions]
+        assert 0 < len(parts) <= 3 or answer.next_cursor is None
+        seen += parts
+        internal.update({t.name: t.is_internal for t in answer.topics})
+        if answer.next_cursor is None:
+            break
+        cursor = {
+            "topic_name": answer.next_cursor.topic_name,
+            "partition_index": answer.next_cursor.partition_index,
+        }
+    assert seen == sorted(set(seen))
+    assert [p for t, p in seen if t == "dtp-all-a"] == [0, 1, 2, 3]
+    assert [p for t, p in seen if t == "dtp-all-b"] == [0, 1]
+    assert internal.get("__consumer_offsets", True) and not internal["dtp-all-a"]

@@ -31,6 +31,10 @@ class CoordinatorConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.migration.policy: bidirectional, upgrade, downgrade, disabled
     consumer_migration_policy: str = "bidirectional"
+    # KIP-932 share groups (Kafka's group.share.* properties)
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any]) -> CoordinatorConfig:
@@ -68,6 +72,13 @@ class CoordinatorConfig:
                 for a in str(cfg.get("group.consumer.assignors", "uniform,range")).split(",")
                 if a.strip()
             ),
+            share_session_timeout_ms=get(
+                "group.share.session.timeout.ms", d.share_session_timeout_ms
+            ),
+            share_heartbeat_interval_ms=get(
+                "group.share.heartbeat.interval.ms", d.share_heartbeat_interval_ms
+            ),
+            share_max_size=get("group.share.max.size", d.share_max_size),
             consumer_migration_policy=migration_policy(
                 cfg.get("group.consumer.migration.policy", d.consumer_migration_policy)
             ),
@@ -109,6 +120,7 @@ class Effects:
         "producer",
         "records",
         "replies",
+        "share_undo",
         "timers",
     )
 
@@ -128,9 +140,11 @@ class Effects:
         self.marker: tuple[int, int, bool] | None = None
         # modern groups this step changed at write time -> their objects before
         # it (None: the group did not exist), or classic groups an upgrade
-        # replaced; restored if the append fails. Only modern groups apply at
-        # write time, so only their domain (`groups/modern/domain.py`) reads it
+        # replaced; restored if the append fails. Its domain
+        # (`groups/modern/domain.py`) reads it
         self.modern_undo: dict[str, Any] = {}
+        # share groups likewise (their own domain, `groups/share/domain.py`)
+        self.share_undo: dict[str, Any] = {}
 
     def reply(self, request_id: int | None, response: Any) -> None:
         if request_id is not None:

@@ -29,4 +29,6 @@ def durable_state(shard: CoordinatorShard) -> dict[str, tuple[Any, tuple[Any, ..
     # with the classic entries' group ids)
     for group_id, view in durable_view(shard.store.modern).items():
         out[("consumer", group_id)] = view  # type: ignore[index]
+    for group_id, group in shard.store.share.items():
+        out[("share", group_id)] = group  # type: ignore[index]  # dataclass equality
     return out

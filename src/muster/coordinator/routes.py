@@ -31,7 +31,14 @@ from muster.coordinator.groups.modern.api import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResponse,
 )
-from muster.coordinator.groups.store import CLASSIC, MODERN, GroupStore
+from muster.coordinator.groups.share import heartbeat as share_heartbeat
+from muster.coordinator.groups.share.api import (
+    ShareGroupHeartbeat,
+    ShareGroupHeartbeatResponse,
+    ShareOffsetsChange,
+    ShareOffsetsChangeResponse,
+)
+from muster.coordinator.groups.store import CLASSIC, MODERN, SHARE, GroupStore
 from muster.coordinator.offsets.manager import commit_response
 
 if TYPE_CHECKING:  # the shard holds the table
@@ -91,6 +98,28 @@ def _refuse_consumer_heartbeat(
         fx.reply(rid, ConsumerGroupHeartbeatResponse(error))
 
 
+def _refuse_share_heartbeat(fx: Effects, rid: int, req: ShareGroupHeartbeat, error: int) -> None:
+    fx.reply(rid, ShareGroupHeartbeatResponse(error))
+
+
+def _refuse_offsets_change(fx: Effects, rid: int, req: ShareOffsetsChange, error: int) -> None:
+    fx.reply(rid, ShareOffsetsChangeResponse(error))
+
+
+def _not_share(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
+    """A request of a share group's member for a modern (KIP-848) group's id."""
+    msg = f"Group {req.group_id} is not a share group."
+    fx.reply(rid, ShareGroupHeartbeatResponse(E.GROUP_ID_NOT_FOUND, msg))
+
+
+def _share_only(shard: CoordinatorShard, fx: Effects, rid: int, req: Any) -> None:
+    """A classic or modern group's request for a share group's id: Kafka answers
+    its type's error for a group of another kind."""
+    refuse = REFUSALS[type(req)]
+    error = E.INCONSISTENT_GROUP_PROTOCOL if isinstance(req, rq.JoinGroup) else E.GROUP_ID_NOT_FOUND
+    refuse(fx, rid, req, error)
+
+
 REFUSALS: dict[type, Refusal] = {
     rq.JoinGroup: _refuse_join,
     rq.SyncGroup: _refuse_sync,
@@ -100,6 +129,8 @@ REFUSALS: dict[type, Refusal] = {
     rq.TxnOffsetCommit: _refuse_commit,
     rq.OffsetDelete: _refuse_offset_delete,
     ConsumerGroupHeartbeat: _refuse_consumer_heartbeat,
+    ShareGroupHeartbeat: _refuse_share_heartbeat,
+    ShareOffsetsChange: _refuse_offsets_change,
 }
 
 
@@ -201,4 +232,24 @@ GROUP_ROWS: dict[tuple[str, type], Row] = {
     (MODERN, rq.TxnOffsetCommit): _modern_txn_commit,
     (MODERN, rq.OffsetDelete): _offset_delete(_modern_offset_delete),
     (MODERN, ConsumerGroupHeartbeat): _in_store(modern_heartbeat.handle_heartbeat),
+    # a share heartbeat for an unused id makes a share group
+    (CLASSIC, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
+    (MODERN, ShareGroupHeartbeat): _not_share,
+    (SHARE, ShareGroupHeartbeat): _in_store(share_heartbeat.handle_heartbeat),
+    (CLASSIC, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    (MODERN, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    (SHARE, ShareOffsetsChange): _in_store(share_heartbeat.handle_offsets_change),
+    **{
+        (SHARE, t): _share_only
+        for t in (
+            rq.JoinGroup,
+            rq.SyncGroup,
+            rq.Heartbeat,
+            rq.LeaveGroup,
+            rq.OffsetCommit,
+            rq.TxnOffsetCommit,
+            rq.OffsetDelete,
+            ConsumerGroupHeartbeat,
+        )
+    },
 }

@@ -42,6 +42,10 @@ from muster.coordinator.groups.modern import describe as modern_describe
 from muster.coordinator.groups.modern import shard_api as modern
 from muster.coordinator.groups.modern.api import ConsumerGroupDescribe
 from muster.coordinator.groups.modern.domain import ModernDomain
+from muster.coordinator.groups.share import describe as share_describe
+from muster.coordinator.groups.share import heartbeat as share_heartbeat
+from muster.coordinator.groups.share.api import ShareGroupDescribe, ShareGroupDescribeResponse
+from muster.coordinator.groups.share.domain import ShareDomain
 from muster.coordinator.groups.store import GroupStore, random_member_id
 from muster.coordinator.offsets.domain import OffsetsDomain
 from muster.coordinator.offsets.manager import OffsetManager
@@ -83,6 +87,7 @@ class CoordinatorShard:
             OffsetsDomain(self.offsets, self._is_loading),
             ClassicDomain(self.store, self.offsets, self._is_loading),
             ModernDomain(self.store, self._armed),
+            ShareDomain(self.store),
         )
         # the one replay dispatch, by record type (a key's version), at load
         # and for durable writes alike; a type no domain claims is skipped
@@ -211,6 +216,7 @@ class CoordinatorShard:
                     f"loaded with {len(group.members)} members, over group.max.size",
                 )
         modern.arm_timers(self.store, fx)
+        share_heartbeat.arm_timers(self.store, fx)
         fx.schedule(EXPIRE_OFFSETS_KEY, now_ms + self.cfg.offsets_retention_check_interval_ms)
         return self.finish(fx)
 
@@ -278,6 +284,21 @@ class CoordinatorShard:
         errors = [self._group_error(gid, req) for gid in req.group_ids]
         modern.describe(self.store, fx, rid, req, errors)
 
+    def _share_describe(self, fx: Effects, rid: int, req: ShareGroupDescribe) -> None:
+        out = []
+        for gid in req.group_ids:
+            error = self._group_error(gid, req)
+            group = self.store.share.get(gid)
+            if error is not None:
+                out.append({**share_describe.not_found(gid, ""), "error_code": error})
+            elif group is None:
+                other = gid in self.store.modern or self.store.get(gid) is not None
+                msg = f"Group {gid} is not a share group." if other else f"Group {gid} not found."
+                out.append(share_describe.not_found(gid, msg))
+            else:
+                out.append(share_describe.described(group, req.topic_names))
+        fx.reply(rid, ShareGroupDescribeResponse(tuple(out)))
+
     def _complete_txn(self, fx: Effects, rid: int, req: rq.CompleteTxn) -> None:
         self.offsets.complete_txn(fx, rid, req)
 
@@ -322,15 +343,23 @@ class CoordinatorShard:
         if self.loading:
             fx.reply(rid, rs.ListGroupsResponse(E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        groups = tuple(
-            admin.listing(g)
-            for g in self.store
-            if admin.listed(g, req.states_filter, req.types_filter)
-            and g.group_id not in self.store.modern
-        ) + tuple(
-            rs.ListedGroup(g.group_id, modern_describe.PROTOCOL_TYPE, g.state, "consumer")
-            for g in modern.all_groups(self.store)
-            if modern_describe.listed(g, req.states_filter, req.types_filter)
+        groups = (
+            tuple(
+                admin.listing(g)
+                for g in self.store
+                if admin.listed(g, req.states_filter, req.types_filter)
+                and g.group_id not in self.store.modern
+            )
+            + tuple(
+                rs.ListedGroup(g.group_id, modern_describe.PROTOCOL_TYPE, g.state, "consumer")
+                for g in modern.all_groups(self.store)
+                if modern_describe.listed(g, req.states_filter, req.types_filter)
+            )
+            + tuple(
+                rs.ListedGroup(g.group_id, share_describe.PROTOCOL_TYPE, g.state, "share")
+                for g in self.store.share.values()
+                if share_describe.listed(g, req.states_filter, req.types_filter)
+            )
         )
         fx.reply(rid, rs.ListGroupsResponse(E.NONE, groups))
 
@@ -339,7 +368,12 @@ class CoordinatorShard:
         appended = len(fx.records)
         for gid in req.groups:
             error = self._group_error(gid, req)
-            if error is None and gid in self.store.modern:
+            if error is None and gid in self.store.share:
+                share = self.store.share[gid]
+                error = E.NON_EMPTY_GROUP if share.members else E.NONE
+                if not share.members:
+                    share_heartbeat.tombstones(self.store, fx, share)
+            elif error is None and gid in self.store.modern:
                 error = modern.delete_group(self.offsets, fx, self.store.modern[gid])
             elif error is None:
                 group = self.store.get(gid)
@@ -383,8 +417,9 @@ _TIMERS: dict[str, Callable[[CoordinatorShard, Effects, TimerKey], None]] = {
     EXPIRE_OFFSETS_KEY.kind: CoordinatorShard._expire_offsets,
     **{kind: _in_store(on) for kind, on in classic_timers.TIMERS.items()},
     **{kind: _in_store(on) for kind, on in modern.TIMERS.items()},
+    share_heartbeat.SESSION: _in_store(share_heartbeat.session_expired),
 }
-assert len(_TIMERS) == 1 + len(classic_timers.TIMERS) + len(modern.TIMERS), "a kind twice"
+assert len(_TIMERS) == 2 + len(classic_timers.TIMERS) + len(modern.TIMERS), "a kind twice"
 
 
 # every coordinator request, by (group kind, request type): the groups' rows
@@ -398,4 +433,5 @@ _ROUTES: dict[tuple[str | None, type], Callable[[CoordinatorShard, Effects, int,
     (None, rq.DeleteGroups): CoordinatorShard._delete_groups,
     (None, rq.CompleteTxn): CoordinatorShard._complete_txn,
     (None, ConsumerGroupDescribe): CoordinatorShard._modern_describe,
+    (None, ShareGroupDescribe): CoordinatorShard._share_describe,
 }

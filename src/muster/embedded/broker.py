@@ -41,6 +41,7 @@ TEST_DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 1000,
     "offsets.topic.num.partitions": 5,
     "transaction.state.log.num.partitions": 5,
+    "share.coordinator.state.topic.num.partitions": 5,
 }
 
 

@@ -192,7 +192,9 @@ RECORD_TYPES: dict[int, tuple[type, type]] = {
 _KEY_TYPE = {key_cls: record_type for record_type, (key_cls, _) in RECORD_TYPES.items()}
 
 
-def _key(cls: type, record_type: int, *names: str) -> Schema:
+def key_schema(cls: type, record_type: int, *names: str) -> Schema:
+    """A record key's schema: string fields, the record type as its version
+    (shared with the ShareGroup* records)."""
     return Schema(
         cls.__name__,
         cls,
@@ -202,53 +204,56 @@ def _key(cls: type, record_type: int, *names: str) -> Schema:
     )
 
 
-def _value(cls: type, *fields: tuple, tags: tuple[tuple[str, int], ...] = ()) -> Schema:
+def value_schema(cls: type, *fields: tuple, tags: tuple[tuple[str, int], ...] = ()) -> Schema:
+    """A record value's schema: version 0, flexible."""
     return Schema(cls.__name__, cls, 0, 0, fields, flexible_from=0, tags=tags)
 
 
-_TOPIC_PARTITIONS = ("[TopicPartitions]", 0, None, ())
+TOPIC_PARTITIONS = ("[TopicPartitions]", 0, None, ())
 
 SCHEMAS.update(
     {
         s.name: s
         for s in (
-            _key(ConsumerGroupMetadataKey, 3, "group_id"),
-            _key(ConsumerGroupPartitionMetadataKey, 4, "group_id"),
-            _key(ConsumerGroupMemberMetadataKey, 5, "group_id", "member_id"),
-            _key(ConsumerGroupTargetAssignmentMetadataKey, 6, "group_id"),
-            _key(ConsumerGroupTargetAssignmentMemberKey, 7, "group_id", "member_id"),
-            _key(ConsumerGroupCurrentMemberAssignmentKey, 8, "group_id", "member_id"),
-            _key(ConsumerGroupRegularExpressionKey, 16, "group_id", "regular_expression"),
-            _value(
+            key_schema(ConsumerGroupMetadataKey, 3, "group_id"),
+            key_schema(ConsumerGroupPartitionMetadataKey, 4, "group_id"),
+            key_schema(ConsumerGroupMemberMetadataKey, 5, "group_id", "member_id"),
+            key_schema(ConsumerGroupTargetAssignmentMetadataKey, 6, "group_id"),
+            key_schema(ConsumerGroupTargetAssignmentMemberKey, 7, "group_id", "member_id"),
+            key_schema(ConsumerGroupCurrentMemberAssignmentKey, 8, "group_id", "member_id"),
+            key_schema(ConsumerGroupRegularExpressionKey, 16, "group_id", "regular_expression"),
+            value_schema(
                 ConsumerGroupMetadataValue,
                 ("epoch", "int32", 0, None, 0),
                 ("metadata_hash", "int64", 0, None, 0),
                 tags=(("metadata_hash", 0),),
             ),
-            _value(
+            value_schema(
                 PartitionMetadata,
                 ("partition", "int32", 0, None, 0),
                 ("racks", "[string]", 0, None, ()),
             ),
-            _value(
+            value_schema(
                 TopicMetadata,
                 ("topic_id", "uuid", 0, None, None),
                 ("topic_name", "string", 0, None, ""),
                 ("num_partitions", "int32", 0, None, 0),
                 ("partition_metadata", "[PartitionMetadata]", 0, None, ()),
             ),
-            _value(ConsumerGroupPartitionMetadataValue, ("topics", "[TopicMetadata]", 0, None, ())),
-            _value(
+            value_schema(
+                ConsumerGroupPartitionMetadataValue, ("topics", "[TopicMetadata]", 0, None, ())
+            ),
+            value_schema(
                 ClassicProtocol,
                 ("name", "string", 0, None, ""),
                 ("metadata", "bytes", 0, None, b""),
             ),
-            _value(
+            value_schema(
                 ClassicMemberMetadata,
                 ("session_timeout_ms", "int32", 0, None, 0),
                 ("supported_protocols", "[ClassicProtocol]", 0, None, ()),
             ),
-            _value(
+            value_schema(
                 ConsumerGroupMemberMetadataValue,
                 ("instance_id", "nullable_string", 0, None, None),
                 ("rack_id", "nullable_string", 0, None, None),
@@ -261,27 +266,27 @@ SCHEMAS.update(
                 ("classic_member_metadata", "{ClassicMemberMetadata}", 0, None, None),
                 tags=(("classic_member_metadata", 0),),
             ),
-            _value(
+            value_schema(
                 ConsumerGroupTargetAssignmentMetadataValue,
                 ("assignment_epoch", "int32", 0, None, 0),
             ),
-            _value(
+            value_schema(
                 TopicPartitions,
                 ("topic_id", "uuid", 0, None, None),
                 ("partitions", "[int32]", 0, None, ()),
             ),
-            _value(
-                ConsumerGroupTargetAssignmentMemberValue, ("topic_partitions", *_TOPIC_PARTITIONS)
+            value_schema(
+                ConsumerGroupTargetAssignmentMemberValue, ("topic_partitions", *TOPIC_PARTITIONS)
             ),
-            _value(
+            value_schema(
                 ConsumerGroupCurrentMemberAssignmentValue,
                 ("member_epoch", "int32", 0, None, 0),
                 ("previous_member_epoch", "int32", 0, None, 0),
                 ("state", "int8", 0, None, 0),
-                ("assigned_partitions", *_TOPIC_PARTITIONS),
-                ("partitions_pending_revocation", *_TOPIC_PARTITIONS),
+                ("assigned_partitions", *TOPIC_PARTITIONS),
+                ("partitions_pending_revocation", *TOPIC_PARTITIONS),
             ),
-            _value(
+            value_schema(
                 ConsumerGroupRegularExpressionValue,
                 ("topics", "[string]", 0, None, ()),
                 ("version", "int64", 0, None, 0),

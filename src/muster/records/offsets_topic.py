@@ -22,6 +22,7 @@ A tombstone is a key with a null value (a deletion in the compacted topic).
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,7 @@ class GroupMetadataValue:
 
 # --------------------------------------------------------------------------
 # THE schema table: (field, type, first version, last version or None, default)
-# Types: int8, int16, int32, int64, string, nullable_string, bytes, [Schema name];
+# Types: int8, int16, int32, int64, string, nullable_string, bytes, uuid, [Schema name];
 # flexible schemas also uuid, [int32]/[string]/[uuid], {Schema name} (flexible.py).
 
 Field = tuple[str, str, int, int | None, Any]
@@ -206,7 +207,7 @@ def _present(f: Field, version: int) -> bool:
 
 
 def _namespace() -> dict[str, Any]:
-    ns: dict[str, Any] = {"RecordFormatError": RecordFormatError}
+    ns: dict[str, Any] = {"RecordFormatError": RecordFormatError, "_UUID": uuid.UUID}
     for kind, st in _INTS.items():
         ns[f"_unpack_{kind}"] = st.unpack_from
         ns[f"_pack_{kind}"] = st.pack
@@ -268,6 +269,11 @@ def _reader(name: str, version: int) -> _Reader:
                 "    if n < 0 or pos + n > end: raise RecordFormatError('bad bytes length')",
                 f"    {var} = bytes(buf[pos:pos + n]); pos += n",
             ]
+        elif kind == "uuid":  # 16 bytes (the __share_group_state keys)
+            body += [
+                "    if pos + 16 > end: raise RecordFormatError('uuid runs past the end')",
+                f"    {var} = _UUID(bytes=bytes(buf[pos:pos + 16])); pos += 16",
+            ]
         elif kind.startswith("["):
             ns[f"r_{fname}"] = _reader(kind[1:-1], version)
             body += [
@@ -319,6 +325,8 @@ def _writer(name: str, version: int) -> _Writer:
             ]
         elif kind == "bytes":
             body.append("    out += _pack_int32(len(v)); out += v")
+        elif kind == "uuid":
+            body.append("    out += v.bytes")
         elif kind.startswith("["):
             ns[f"w_{fname}"] = _writer(kind[1:-1], version)
             body += [

@@ -129,5 +129,38 @@ ENTRIES: tuple[ApiEntry, ...] = (
 )
 
 
-def build_table(extra: tuple[ApiEntry, ...] = ()) -> dict[int, ApiEntry]:
-    return {e.api_key: e for e in (*ENTRIES, *extra)}
+# KIP-932 share groups: served and advertised unless muster.share.enable is
+# false (a Kafka 4.4 serves them by default: share.version finalized)
+SHARE_ENTRIES: tuple[ApiEntry, ...] = (
+    ApiEntry(76, "ShareGroupHeartbeat", 1, 1, "share_groups:handle_share_group_heartbeat"),
+    ApiEntry(77, "ShareGroupDescribe", 1, 1, "share_groups:handle_share_group_describe"),
+    ApiEntry(78, "ShareFetch", 1, 2, "share_fetch:handle_share_fetch"),
+    ApiEntry(79, "ShareAcknowledge", 1, 2, "share_fetch:handle_share_acknowledge"),
+    ApiEntry(
+        90,
+        "DescribeShareGroupOffsets",
+        0,
+        1,
+        "share_offsets:handle_describe_share_group_offsets",
+    ),
+    ApiEntry(
+        91,
+        "AlterShareGroupOffsets",
+        0,
+        0,
+        "share_offsets:handle_alter_share_group_offsets",
+        serial=True,
+    ),
+    ApiEntry(
+        92,
+        "DeleteShareGroupOffsets",
+        0,
+        0,
+        "share_offsets:handle_delete_share_group_offsets",
+        serial=True,
+    ),
+)
+
+
+def build_table(extra: tuple[ApiEntry, ...] = (), share: bool = False) -> dict[int, ApiEntry]:
+    return {e.api_key: e for e in (*ENTRIES, *(SHARE_ENTRIES if share else ()), *extra)}

@@ -49,7 +49,7 @@ DRAIN_S = 3.0  # how long a graceful stop waits for requests already read
 class Broker:
     def __init__(self, config: BrokerConfig, extra_apis: tuple[ApiEntry, ...] = ()) -> None:
         self.config = config
-        self.table = build_table(extra_apis)
+        self.table = build_table(extra_apis, share=bool(config.get("muster.share.enable")))
         self.state: BrokerState | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self.ports: dict[str, int] = {}  # listener name -> bound port
@@ -168,6 +168,10 @@ class Broker:
         services.api_table = self.table
         services.security = self.security
         services.metrics = self.metrics
+        if 78 in self.table:  # muster.share.enable
+            from muster.server.share_state import ShareState
+
+            services.share = ShareState(self.state)
         durability.start()
         self.coordinator = await start_coordinator(self.state)
         services.coordinator = self.coordinator
@@ -217,9 +221,7 @@ class Broker:
         refused = self.admission.admit(host)
         if refused is not None:
             # one line per refusal, never rate-limited (muster.repeat_filter)
-            log.info(
-                "refused connection from %s: %s", host, refused, extra={"every_time": True}
-            )
+            log.info("refused connection from %s: %s", host, refused, extra={"every_time": True})
             writer.close()
             return
         task = asyncio.current_task()

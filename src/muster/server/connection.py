@@ -150,6 +150,9 @@ class Connection:
             for task in self._inflight:
                 task.cancel()
             await asyncio.gather(*self._inflight, return_exceptions=True)
+            share = self.state.services.share
+            if share is not None:  # the share sessions it opened end with it (Kafka)
+                share.connection_closed(self.session)
             self.writer.close()
 
     def drain(self, seconds: float) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the services' own modules import this one
     from muster.server.group_runtime.runtime import GroupCoordinator
     from muster.server.metrics import BrokerMetrics
     from muster.server.security import BrokerSecurity
+    from muster.server.share_state import ShareState
     from muster.server.transactions import TransactionCoordinator
 
 
@@ -103,6 +104,7 @@ class Services:
     metrics: BrokerMetrics | None = None
     coordinator: GroupCoordinator | None = None  # set once it is made (it loads later)
     transactions: TransactionCoordinator | None = None  # set once it has started
+    share: ShareState | None = None  # share partitions and sessions, with muster.share.enable
     bound_port: int | None = None  # the first listener's port, once listening
     bound_ports: dict[str, int] = field(default_factory=dict)  # listener name -> port
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from muster.coordinator.context import CoordinatorConfig
 from muster.coordinator.groups.classic.group import ClassicGroup
 from muster.coordinator.groups.modern.group import ConsumerGroup
+from muster.coordinator.groups.share.group import ShareGroup
 from muster.records.offsets_topic import GroupMetadataValue
 
 
@@ -21,6 +23,7 @@ def random_member_id(prefix: str) -> str:
 # group kinds: the first key of the shard's request table (`coordinator/routes.py`)
 CLASSIC = "classic"  # a classic group, or an id no group holds yet
 MODERN = "consumer"  # a KIP-848 group (modern/); "consumer" is its type on the wire
+SHARE = "share"  # a KIP-932 share group
 
 
 @dataclass
@@ -31,6 +34,10 @@ class GroupStore:
     # modern (KIP-848) groups: all durable state, changed only by
     # `modern.group.apply` (at write time and at load)
     modern: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # KIP-932 share groups: durable, changed only by `share.group.apply`
+    share: dict[str, ShareGroup] = field(default_factory=dict)
+    # transient: the topic image of each share group's last heartbeat
+    share_topics: dict[str, Any] = field(default_factory=dict)
     # durable state: each group's last GroupMetadata record (log position,
     # value); only `replay_metadata` changes it
     records: dict[str, tuple[int, GroupMetadataValue]] = field(default_factory=dict)
@@ -53,7 +60,9 @@ class GroupStore:
             self.records[group_id] = (seq, value)
 
     def kind_of(self, group_id: str) -> str:
-        """The kind of group that serves this id (MODERN or CLASSIC)."""
+        """The kind of group that serves this id (SHARE, MODERN or CLASSIC)."""
+        if group_id in self.share:
+            return SHARE
         return MODERN if group_id in self.modern else CLASSIC
 
     def get(self, group_id: str) -> ClassicGroup | None:

@@ -14,7 +14,7 @@ from muster.server import authz
 from muster.server.handlers.topics_admin import check_topic_configs
 from muster.server.state import RequestContext
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 # Kafka's ConfigSource
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # Kafka's ConfigType
@@ -170,6 +170,8 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
             continue
         elif res.resource_type == BROKER:
             configs = _broker_configs(ctx)
+        elif res.resource_type == GROUP and ctx.state.services.share is not None:
+            configs = _group_configs(ctx, res.resource_name)
         else:
             result["error_code"] = ErrorCode.invalid_request
             result["error_message"] = f"resource type {res.resource_type} is not supported"
@@ -188,12 +190,16 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> dict[str, An
 def _may(ctx: RequestContext, op: Operation, res: Any) -> bool:
     if res.resource_type == TOPIC:
         return authz.topic(ctx, op, res.resource_name)
+    if res.resource_type == GROUP:
+        return authz.group(ctx, op, res.resource_name)
     return authz.cluster(ctx, op)  # broker configs: the cluster resource, as Kafka
 
 
 def _denied_error(res: Any) -> ErrorCode:
     if res.resource_type == TOPIC:
         return ErrorCode.topic_authorization_failed
+    if res.resource_type == GROUP:
+        return ErrorCode.group_authorization_failed
     return ErrorCode.cluster_authorization_failed
 
 
@@ -240,9 +246,66 @@ async def handle_alter_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": responses}
 
 
+DYNAMIC_GROUP_CONFIG = 8  # Kafka's ConfigSource.GROUP_CONFIG
+
+
+def _group_configs(ctx: RequestContext, group: str) -> list[dict[str, Any]]:
+    from muster.server.share_state import GROUP_CONFIGS
+
+    share = ctx.state.services.share
+    own = share.group_configs.get(group, {}) if share is not None else {}
+    out = []
+    for name, default in GROUP_CONFIGS.items():
+        source = DYNAMIC_GROUP_CONFIG if name in own else DEFAULT_CONFIG
+        kind = str if name in ("share.auto.offset.reset", "share.isolation.level") else int
+        out.append(_entry(name, own.get(name, default), source, kind, False))
+    return out
+
+
+def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str, Any]:
+    """A share group's dynamic configs (Kafka's GroupConfig), durable
+    (`share_group_configs.json`); served with muster.share.enable."""
+    from muster.server.share_state import check_group_config
+
+    share = ctx.state.services.share
+    out: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resource_type": res.resource_type,
+        "resource_name": res.resource_name,
+    }
+    if not authz.group(ctx, Operation.ALTER_CONFIGS, res.resource_name):
+        out["error_code"] = ErrorCode.group_authorization_failed
+        return out
+    assert share is not None
+    current = dict(share.group_configs.get(res.resource_name, {}))
+    for c in res.configs:
+        if c.config_operation == DELETE:
+            current.pop(c.name, None)
+            continue
+        problem = (
+            check_group_config(c.name, c.value or "")
+            if c.config_operation == SET
+            else f"{c.name} is not a list config"
+        )
+        if problem is not None:
+            out.update(error_code=ErrorCode.invalid_config, error_message=problem)
+            return out
+        current[c.name] = c.value or ""
+    if not validate_only:
+        try:
+            share.set_group_configs(res.resource_name, current)
+        except OSError as exc:
+            out.update(error_code=ErrorCode.unknown_server_error, error_message=str(exc))
+    return out
+
+
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> dict[str, Any]:
     responses = []
     for res in req.resources:
+        if res.resource_type == GROUP and ctx.state.services.share is not None:
+            responses.append(_alter_group(ctx, res, req.validate_only))
+            continue
         info = ctx.state.logs.topic(res.resource_name) if res.resource_type == TOPIC else None
         current = dict(info.configs) if info is not None else {}
         effective = (

@@ -8,7 +8,9 @@ client asked for.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -27,7 +29,7 @@ LOADING = int(ErrorCode.coordinator_load_in_progress)
 GROUP_DENIED = int(ErrorCode.group_authorization_failed)
 TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
 READ, DESCRIBE, DELETE = Operation.READ, Operation.DESCRIBE, Operation.DELETE
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -60,12 +62,49 @@ def _asdict(obj: Any) -> dict[str, Any]:
 # ---- FindCoordinator ------------------------------------------------------
 
 
+def _share_key(key: str) -> str | None:
+    """The group of a share coordinator key "group:topicId:partition" (None:
+    malformed, as Kafka's SharePartitionKey.validate refuses it)."""
+    parts = key.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return None
+    try:
+        uuid.UUID(parts[1]) if len(parts[1]) == 36 else _base64_uuid(parts[1])
+        int(parts[2])
+    except ValueError:
+        return None
+    return parts[0]
+
+
+def _base64_uuid(text: str) -> uuid.UUID:
+    """Kafka's Uuid.toString(): url-safe base64 of the 16 bytes, unpadded."""
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if len(raw) != 16:
+        raise ValueError(text)
+    return uuid.UUID(bytes=raw)
+
+
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, Any]:
     host, port = advertised_endpoint(ctx.state, ctx.listener)
     key_type = int(getattr(req, "key_type", GROUP_KEY))
 
     def answer(key: str) -> dict[str, Any]:
-        if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+        group = key
+        if key_type == SHARE_KEY and 78 in ctx.state.services.api_table:
+            # a share partition's key, "group:topicId:partition": its group's
+            # coordinator serves it (one node: this one, once loaded)
+            parsed = _share_key(key)
+            if parsed is None:
+                return {
+                    "key": key,
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                    "error_code": ErrorCode.invalid_request,
+                    "error_message": f"Invalid coordinator key {key} for share group",
+                }
+            group = parsed
+        elif key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "key": key,
                 "node_id": -1,
@@ -77,7 +116,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
         denied = (
             not authz.transactional_id(ctx, DESCRIBE, key)
             if key_type == TRANSACTION_KEY
-            else not authz.group(ctx, DESCRIBE, key)
+            else not authz.group(ctx, DESCRIBE, group)
         )
         if denied:
             return {
@@ -94,7 +133,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> dict[str, An
             txns = ctx.state.services.transactions
             loaded = txns is not None and txns.loaded
         else:
-            loaded = _coordinator(ctx).shard_for(key).loaded
+            loaded = _coordinator(ctx).shard_for(group).loaded
         if not loaded:
             return {
                 "key": key,
@@ -500,6 +539,9 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> dict[str, Any]:
         resp = await _call(ctx, group_id, rq.DeleteGroups((group_id,)))
         if resp is None:
             return {"group_id": group_id, "error_code": LOADING}
+        share = ctx.state.services.share
+        if share is not None and resp.results[0].error_code == 0:
+            await share.delete_group(group_id)  # a deleted share group's partitions go too
         return _asdict(resp.results[0])
 
     results = await asyncio.gather(*(one(g) for g in req.groups_names))

@@ -18,7 +18,9 @@ from muster.server.state import BrokerState, RequestContext
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", EVENTS_TOPIC}
+)
 NOT_REQUESTED = -2147483648
 DESCRIBE = Operation.DESCRIBE  # Kafka's "authorized operations not requested"
 

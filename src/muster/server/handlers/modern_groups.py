@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -91,6 +91,12 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
         api_version=ctx.api_version,
         topics=TopicImage(ctx.state.logs),
     )
+    return await heartbeat(ctx, req.group_id, core)
+
+
+async def heartbeat(ctx: RequestContext, group_id: str, core: Any) -> dict[str, Any]:
+    """A consumer or share group heartbeat (their answers have one shape):
+    the group's ACL, the core's answer, the assignment when it is sent."""
     out: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": 0,
@@ -100,10 +106,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
         "heartbeat_interval": 0,
         "assignment": None,
     }
-    if not authz.group(ctx, Operation.READ, req.group_id):
+    if not authz.group(ctx, Operation.READ, group_id):
         return {**out, "error_code": GROUP_DENIED}
     try:
-        resp = await _coordinator(ctx).call(req.group_id, core)
+        resp = await _coordinator(ctx).call(group_id, core)
     except CoordinatorLoading:
         return {**out, "error_code": LOADING}
     out.update(
@@ -123,19 +129,35 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> dict
 
 
 async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    def shape(group: dict[str, Any]) -> None:
+        if ctx.api_version < 1:
+            for m in group["members"]:
+                m.pop("member_type", None)
+
+    return await describe(ctx, req, lambda group_id: ConsumerGroupDescribe((group_id,)), shape)
+
+
+async def describe(
+    ctx: RequestContext,
+    req: Any,
+    request_for: Callable[[str], Any],
+    shape: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """A consumer or share group describe (one answer shape): each group's
+    ACL, the core's answer for it (`request_for`), the version's `shape`,
+    the authorized operations when asked for."""
     include_ops = bool(req.include_authorized_operations)
 
     async def one(group_id: str) -> dict[str, Any]:
         if not authz.group(ctx, Operation.DESCRIBE, group_id):
             return _empty(group_id, GROUP_DENIED)
         try:
-            resp = await _coordinator(ctx).call(group_id, ConsumerGroupDescribe((group_id,)))
+            resp = await _coordinator(ctx).call(group_id, request_for(group_id))
         except CoordinatorLoading:
             return _empty(group_id, LOADING)
         group = dict(resp.groups[0])
-        if ctx.api_version < 1:
-            for m in group["members"]:
-                m.pop("member_type", None)
+        if shape is not None:
+            shape(group)
         if include_ops and group["error_code"] == 0:
             group["authorized_operations"] = authz.operations(ctx, authz.GROUP, group_id)
         return group

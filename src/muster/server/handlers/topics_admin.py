@@ -27,7 +27,9 @@ TOO_LARGE = "Unable to perform excessively large batch operation."
 
 log = logging.getLogger(__name__)
 
-PROTECTED = frozenset({"__consumer_offsets", "__transaction_state", EVENTS_TOPIC})
+PROTECTED = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", EVENTS_TOPIC}
+)
 # Kafka topic configs accepted and kept, though one broker gives them no effect.
 ACCEPTED_WITHOUT_EFFECT = frozenset(
     {

@@ -1,0 +1,1 @@
+"""KIP-932 share groups: membership, the simple assignor and their records."""
