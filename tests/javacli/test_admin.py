@@ -13,9 +13,9 @@ from tests.support.java import run_program
 # call -> muster's own answer, where it is not Kafka's
 MUSTER_ONLY: dict[str, dict[str, Any]] = {}
 # muster finalizes only what it serves: Kafka 4.4's metadata.version (what UIs
-# read the version from) and group.version (KIP-848); not transaction.version 2
-# (EndTxn v5), streams, share or ELR (api_versions.py)
-MUSTER_ONLY["describeFeatures"] = {"result": ["group.version", "metadata.version"]}
+# read the version from), group.version (KIP-848) and share.version (KIP-932);
+# not transaction.version 2 (EndTxn v5), streams or ELR (api_versions.py)
+MUSTER_ONLY["describeFeatures"] = {"result": ["group.version", "metadata.version", "share.version"]}
 # muster does not throttle clients, so it keeps no client quotas: a quota Kafka
 # would set (or remove) is refused with words that say so, and describe stays
 # empty; a quota Kafka refuses (alterClientQuotas-refused) is answered as Kafka
