@@ -45,8 +45,10 @@ _JOIN_LIMIT = 64 * 1024
 # stay bytes, so a megabyte of them decodes in microseconds
 _OFFLOAD_BYTES = 128 * 1024
 _PRODUCE = b"\x00\x00"  # its api key, as a frame starts
-# frames up to this size are remembered per API for a byte-identical repeat
-_REPEAT_BYTES = 1024
+# frames up to this size are remembered, one per API, for a byte-identical
+# repeat (a heartbeat is ~80 bytes, a fetch at the log end ~120): a
+# connection keeps a few hundred bytes per API it uses
+_REPEAT_BYTES = 512
 
 
 class _Admitted(NamedTuple):
