@@ -17,7 +17,12 @@ Tansu 0.6 (in memory) and kfake (franz-go's fake cluster, in memory, from
    time, nanoseconds) before and after is divided by the requests answered:
    OffsetCommit (1 partition), Heartbeat, JoinGroup+SyncGroup (one pair: the only
    member rejoins its group and syncs), Metadata (one topic), Fetch that returns
-   nothing (max_wait_ms=0, at the log end). Wall-clock rate is shown as well.
+   nothing (max_wait_ms=0, at the log end), Produce (one 100 B record, one
+   partition, acks=1). Wall-clock rate is shown as well;
+4. **produce requests/s**: one confluent-kafka producer (``acks=1``,
+   ``linger.ms=0``) sends a 100 B record to one partition and ``flush()``es,
+   in a loop for ``--seconds``: one small Produce request per record, each
+   answered before the next; the broker's CPU per request is shown too.
 
 It also prints the disk's fsync latency (``os.write`` of 100 B + ``os.fsync``,
 median of 200, on the directory muster's data goes to) next to the fsync=always
@@ -52,14 +57,22 @@ import common
 from groups import confluent_committer, kafka_python_committer, run_in_thread
 from rich.table import Table
 
+from muster.records.batch import build_batch
 from reliability.campaign_support import RawClient
 
 BROKERS = ("muster-never", "muster-always", "tansu", "kfake")
 PEERS = ("tansu", "kfake")
 
 # The version each raw request is sent at: the broker's highest up to these.
-PREFERRED = {8: 8, 12: 4, 11: 7, 14: 5, 3: 9, 1: 11, 10: 3, 18: 2}
-RAW_KINDS = ("OffsetCommit", "Heartbeat", "JoinGroup+SyncGroup", "Metadata", "Fetch (empty)")
+PREFERRED = {8: 8, 12: 4, 11: 7, 14: 5, 3: 9, 1: 11, 10: 3, 18: 2, 0: 9}
+RAW_KINDS = (
+    "OffsetCommit",
+    "Heartbeat",
+    "JoinGroup+SyncGroup",
+    "Metadata",
+    "Fetch (empty)",
+    "Produce (100 B)",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -260,13 +273,64 @@ def raw_steps(raw: Raw, topic: str) -> dict[str, Callable[[], None]]:
                 if int(p.error_code) or p.records:
                     raise RuntimeError(f"Fetch: error {int(p.error_code)}, {p.records!r:.40}")
 
+    def produce() -> None:
+        # a fresh batch each time, as a producer's differ (timestamps, values)
+        offset[0] += 1
+        batch = build_batch(
+            [(None, offset[0].to_bytes(8, "big") * 12 + b"rpxx")],
+            timestamp_ms=int(time.time() * 1000),
+        )
+        a = raw.call(
+            0,
+            raw.v(0),
+            {
+                "transactional_id": None,
+                "acks": 1,
+                "timeout": 30_000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            },
+        )
+        p = a.responses[0].partition_responses[0]
+        if int(p.error_code):
+            raise RuntimeError(f"Produce: error {int(p.error_code)}")
+
     return {
         "OffsetCommit": commit,
         "Heartbeat": member.heartbeat,
         "JoinGroup+SyncGroup": rejoin,
         "Metadata": metadata,
         "Fetch (empty)": fetch,
+        "Produce (100 B)": produce,
     }
+
+
+def produce_loop(bootstrap: str, topic: str, seconds: float) -> tuple[int, float]:
+    """confluent-kafka: produce one 100 B record and flush, in a loop; (requests, s)."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "linger.ms": 0,
+            "enable.idempotence": False,
+            "logger": common.RDK_LOGGER,
+        }
+    )
+    value = b"x" * 100
+    p.produce(topic, value, partition=0)
+    p.flush(10)  # warm up: metadata, the connection
+    n = 0
+    t0 = time.monotonic()
+    end = t0 + seconds
+    while True:
+        p.produce(topic, value, partition=0)
+        if p.flush(10):
+            raise RuntimeError("a produce was not acknowledged within 10 s")
+        n += 1
+        now = time.monotonic()
+        if now >= end:
+            return n, now - t0
 
 
 def per_request_cpu(b: common.Broker, topic: str, seconds: float) -> dict[str, tuple[float, float]]:
@@ -334,18 +398,29 @@ def one_broker(name: str, args: argparse.Namespace, extra: dict[str, str], value
         topic = f"rp-{uuid.uuid4().hex[:8]}"
         common.create_topic(b.bootstrap, topic, 1)
         assert b.proc is not None
-        c0 = cpu_ns(b.proc.pid)
-        n, el = run_in_thread(
-            lambda: confluent_committer(b.bootstrap, topic, args.seconds), args.seconds + 60
-        )
-        cpu = (cpu_ns(b.proc.pid) - c0) / n / 1000
-        put.setdefault("ck", []).append(n / el)
+        pid = b.proc.pid
+
+        def loop(fn: Callable[[], tuple[int, float]]) -> tuple[float, float]:
+            """(per second, broker µs CPU per request) of one client loop."""
+            c0 = cpu_ns(pid)
+            n, elapsed = run_in_thread(fn, args.seconds + 60)
+            return n / elapsed, (cpu_ns(pid) - c0) / n / 1000
+
+        ck, cpu = loop(lambda: confluent_committer(b.bootstrap, topic, args.seconds))
+        put.setdefault("ck", []).append(ck)
         put.setdefault("ck-cpu", []).append(cpu)
-        n2, el2 = run_in_thread(
-            lambda: kafka_python_committer(b.bootstrap, topic, args.seconds), args.seconds + 60
+        kp, _ = loop(lambda: kafka_python_committer(b.bootstrap, topic, args.seconds))
+        put.setdefault("kp", []).append(kp)
+        # a topic of its own: the raw empty Fetch reads the commit topic's end at 0
+        produced = f"{topic}-p"
+        common.create_topic(b.bootstrap, produced, 1)
+        rate, pcpu = loop(lambda: produce_loop(b.bootstrap, produced, args.seconds))
+        put.setdefault("produce", []).append(rate)
+        put.setdefault("produce-cpu", []).append(pcpu)
+        line = (
+            f"  {name:<14} ck {ck:>7,.0f}/s ({cpu:,.0f} µs CPU)  kp {kp:>7,.0f}/s"
+            f"  produce {rate:>7,.0f}/s ({pcpu:,.0f} µs CPU)"
         )
-        put.setdefault("kp", []).append(n2 / el2)
-        line = f"  {name:<14} ck {n / el:>7,.0f}/s ({cpu:,.0f} µs CPU)  kp {n2 / el2:>7,.0f}/s"
         if not args.no_raw:
             for kind, (us, rate) in per_request_cpu(b, topic, args.raw_seconds).items():
                 put.setdefault(f"cpu:{kind}", []).append(us)
@@ -363,7 +438,10 @@ def med(values: Values, broker: str, key: str) -> float | None:
 def print_tables(values: Values, brokers: list[str], fsync_us: float) -> None:
     peers = [p for p in PEERS if p in brokers]
     musters = [b for b in brokers if b.startswith("muster")]
-    t = Table(title="sync OffsetCommit loop, one client (medians, commits/s)", title_justify="left")
+    t = Table(
+        title="sync OffsetCommit and produce loops, one client (medians, per second)",
+        title_justify="left",
+    )
     t.add_column("figure", style="bold")
     for b in brokers:
         t.add_column(b, justify="right")
@@ -374,12 +452,14 @@ def print_tables(values: Values, brokers: list[str], fsync_us: float) -> None:
         ("ck", "confluent-kafka"),
         ("kp", "kafka-python"),
         ("ck-cpu", "broker CPU µs per commit (confluent loop)"),
+        ("produce", "produce requests/s (confluent-kafka, acks=1, 100 B)"),
+        ("produce-cpu", "broker CPU µs per produce request"),
     ):
         cells = [label] + [common.fmt_num(med(values, b, key)) for b in brokers]
         for m in musters:
             for p in peers:
                 r = common.ratio(med(values, m, key), med(values, p, key))
-                cells.append(common.fmt_ratio(r, higher_is_better=key != "ck-cpu"))
+                cells.append(common.fmt_ratio(r, higher_is_better=not key.endswith("cpu")))
         t.add_row(*cells)
     common.console.print(t)
     bound = 1e6 / fsync_us if fsync_us else 0

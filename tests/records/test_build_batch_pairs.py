@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from muster.records.batch import Record, build_batch, iter_records, validate_batches
+from muster.records.batch import Record, build_batch, build_one, iter_records, validate_batches
 
 _records = st.lists(
     st.tuples(st.binary(min_size=1, max_size=300), st.none() | st.binary(max_size=20_000)),
@@ -60,3 +60,17 @@ def test_pairs_keep_the_header_overrides() -> None:
 def _general(records: list[tuple[bytes, bytes | None]]) -> list[Record]:
     """The same records as Record objects: build_batch's general path."""
     return [Record(key, value) for key, value in records]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.none() | st.binary(max_size=300),
+    value=st.none() | st.binary(max_size=20_000),
+    timestamp=st.integers(0, 2**62),
+)
+def test_one_record_builder_same_bytes(
+    key: bytes | None, value: bytes | None, timestamp: int
+) -> None:
+    """The runtime's builder of a one-partition commit (and tombstone) writes
+    what build_batch writes."""
+    assert build_one(key, value, timestamp) == build_batch([(key, value)], timestamp_ms=timestamp)

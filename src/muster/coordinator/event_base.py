@@ -6,7 +6,8 @@ event shares. Classic-group events and causes are in `events`, consumer
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
+from functools import cache
 from typing import Any, ClassVar
 
 
@@ -72,7 +73,26 @@ def cause(code: str | None) -> Cause:
     return known() if known is not None else Cause(code or "")
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 class _Event:
     def to_json(self) -> bytes:
-        body = {"type": type(self).__name__, **asdict(self)}  # type: ignore[call-overload]
+        # Every rebalance writes a few of these: fields of plain values (all
+        # events so far) are read as they are, as asdict would copy them, with
+        # no deep copy; anything else goes through asdict.
+        body: dict[str, Any] = {"type": type(self).__name__}
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if type(value) not in _PLAIN and not (
+                type(value) is tuple and all(type(v) in _PLAIN for v in value)
+            ):
+                body = {"type": type(self).__name__, **asdict(self)}  # type: ignore[call-overload]
+                break
+            body[name] = value
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the services' own modules import this one
     from muster.server.transactions import TransactionCoordinator
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestContext:
     api_key: int
     api_version: int

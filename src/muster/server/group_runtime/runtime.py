@@ -21,7 +21,7 @@ from muster.coordinator.result import Cancel, Result, Schedule
 from muster.coordinator.tracker import Write, WriteTracker
 from muster.log.latest import collect_log
 from muster.log.port import PartitionLog
-from muster.records.batch import build_batch
+from muster.records.batch import build_batch, build_one
 from muster.records.errors import CodedError
 from muster.records.latest import TxnReplay
 from muster.server.clock import now_ms
@@ -491,6 +491,9 @@ def _batches(
     all or nothing): an expiry step's tombstones or a big commit must not exceed
     the partition's max.message.bytes, as one batch of them would."""
     if len(records) == 1:  # a commit of one partition: nothing to split
+        if not kw:
+            key, value = records[0]
+            return build_one(key, value, timestamp_ms)
         return build_batch(records, timestamp_ms=timestamp_ms, **kw)
     out = bytearray()
     chunk: list[tuple[bytes, bytes | None]] = []

@@ -46,13 +46,19 @@ async def _call(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
     """The core's answer, or None while the owning shard is still loading.
     Most answers are ready once the shard's step has run (a commit with
     muster.fsync=never, a heartbeat): only a Pending one is awaited."""
-    try:
-        answer = _coordinator(ctx).shard_for(group_id).submit(request)
-    except CoordinatorLoading:
-        return None
+    answer = _submit(ctx, group_id, request)
     if type(answer) is Pending:
         return await answer.wait()
     return answer
+
+
+def _submit(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
+    """`_call` without a coroutine of its own, for the hottest handlers (a
+    heartbeat, a commit): the answer, None while loading, or a Pending."""
+    try:
+        return _coordinator(ctx).shard_for(group_id).submit(request)
+    except CoordinatorLoading:
+        return None
 
 
 def _asdict(obj: Any) -> dict[str, Any]:
@@ -220,7 +226,9 @@ async def handle_heartbeat(ctx: RequestContext, req: Any) -> dict[str, Any]:
     )
     if not authz.group(ctx, READ, req.group_id):
         return {"error_code": GROUP_DENIED, "throttle_time": 0}
-    resp = await _call(ctx, req.group_id, core)
+    resp = _submit(ctx, req.group_id, core)
+    if type(resp) is Pending:
+        resp = await resp.wait()
     return {"error_code": LOADING if resp is None else resp.error_code, "throttle_time": 0}
 
 
@@ -297,7 +305,9 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> dict[str, Any] 
         ctx.api_version,
     )
     if topics:
-        resp = await _call(ctx, req.group_id, core)
+        resp = _submit(ctx, req.group_id, core)
+        if type(resp) is Pending:
+            resp = await resp.wait()
     else:
         # Kafka: nothing authorized and known, so the group is not touched
         # (and not created)

@@ -148,9 +148,16 @@ async def handle_produce(ctx: RequestContext, req: Any) -> dict[str, Any] | None
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
         return None
-    if touched:
+    durability = state.durability
+    # only fsync=always makes an answer wait: otherwise the request completes
+    # without a task (a gather made one per partition, and the request's own)
+    if touched and durability.policy == "always":
+        plogs = list(touched.values())
         try:
-            await asyncio.gather(*(state.durability.wait(p) for p in touched.values()))
+            if len(plogs) == 1:
+                await durability.wait(plogs[0])
+            else:
+                await asyncio.gather(*(durability.wait(p) for p in plogs))
         except OSError as exc:
             log.error("produce not made durable: %s", exc)
             for topic_resp in responses:
