@@ -13,11 +13,12 @@ bounds 6 s .. 30 min (both brokers' defaults but the delay, written out so a
 change of default on either side does not skew the figures); consumer-protocol
 heartbeat 5 s / session 45 s are both brokers' defaults.
 
-Durability: Kafka acknowledges before any fsync. The coordinator figures run
-muster at its default (``muster.fsync=always``: every commit fsynced before it
-is answered); produce/fetch run muster twice, at its default and at Kafka's
-durability (``muster.fsync=never``), and the produce/fetch target is held
-against the latter. The TLS section runs muster at ``muster.fsync=never`` too.
+Durability: Kafka acknowledges before any fsync. Commits and produce/fetch run
+muster twice, at its default (``muster.fsync=always``: every write fsynced
+before it is answered) and at Kafka's durability (``muster.fsync=never``), and
+their targets are held at the same durability on both brokers (the 'never'
+rows). Group formation and rebalances run muster at its default, the TLS
+section at ``muster.fsync=never``.
 
 Sections (``--only`` picks some):
   commits     sync commits/s of one confluent-kafka and one kafka-python consumer
@@ -796,9 +797,9 @@ def print_summary(rows: list[dict], runs: int, upto: bool = False) -> None:
     common.console.print(t)
     common.console.print(
         "muster/Kafka is the ratio of the values: for times, RSS and CPU lower is "
-        "better (target <= 1.0); for rates higher is better. Coordinator rows run "
-        "muster at muster.fsync=always (Kafka never fsyncs before it answers); "
-        "'never' rows run muster at muster.fsync=never."
+        "better (target <= 1.0); for rates higher is better. Rows without 'never' "
+        "run muster at muster.fsync=always (Kafka never fsyncs before it answers); "
+        "'never' rows run muster at muster.fsync=never, Kafka's durability."
     )
 
 
