@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from muster.console.awaited import awaited
-from muster.console.derived import DerivedMember, Generation
+from muster.coordinator.derived import DerivedMember, Generation
 
 
 def _member(member_id: str, timeout: int) -> DerivedMember:

@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, KafkaExcep
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from muster.client.admin import AIOAdmin
-from muster.console.derived import Generation
 from muster.console.history import EventsTail, derived_history
+from muster.coordinator.derived import Generation
 from muster.coordinator.events import RebalanceCompleted
 from tests.support.brokers import MusterProcess
 from tests.support.kafka import KafkaProcess

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from muster.console.derived import DerivedMember, Generation
+from muster.coordinator.derived import DerivedMember, Generation
 from muster.coordinator.events import (
     GroupEvent,
     JoinCompleted,

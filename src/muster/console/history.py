@@ -19,8 +19,8 @@ from muster.client.admin import AIOAdmin
 from muster.client.aio_consumer import AIOConsumer
 from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
-from muster.console.derived import OFFSETS_TOPIC, Generation, derive, offsets_partition
 from muster.console.reader import Slice, consumer_conf, read_with
+from muster.coordinator.derived import OFFSETS_TOPIC, Generation, derive, offsets_partition
 
 EVENTS_TOPIC = "__muster_group_events"
 BATCH = 5_000

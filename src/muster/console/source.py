@@ -18,7 +18,7 @@ from muster.client.admin import AIOAdmin, GroupDescription, GroupListing
 from muster.client.consumer_group_describe import ConsumerGroupView, describe_consumer_group
 from muster.client.errors import KafkaError
 from muster.client.types import TopicPartition
-from muster.console.derived import OFFSETS_TOPIC
+from muster.coordinator.derived import OFFSETS_TOPIC
 
 DESCRIBE_CONFIGS = 32
 TOPIC, BROKER = 2, 4  # DescribeConfigs resource types

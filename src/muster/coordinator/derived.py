@@ -7,7 +7,11 @@ protocol, leader, timestamp); consecutive generations give joins,
 departures and assignment changes; a tombstone is the group's removal.
 Consumer groups (KIP-848): ConsumerGroupMetadata records give the group
 epochs, ConsumerGroupCurrentMemberAssignment records each member's epoch.
-Pure: `derive(records, group_id)` takes (key, value, timestamp) triples.
+Pure: `derive(records, group_id)` takes (key, value, timestamp) triples;
+`group_id_of(key)` names the group of a record `derive` reads. The console
+reads one group's partition on the driver; `muster analyze` runs the same
+`derive` per group on Spark (muster.analytics.derived). A record these schemas
+cannot decode is skipped, as Kafka's tools skip what they cannot read.
 """
 
 from __future__ import annotations
@@ -70,8 +74,32 @@ class Generation:
         return "; ".join(parts)
 
 
+# the key versions (record types) a group's history is derived from: classic
+# GroupMetadata, ConsumerGroupMetadata, ConsumerGroupCurrentMemberAssignment
+HISTORY_RECORD_TYPES = (2, 3, 8)
+
+
 def offsets_partition(group_id: str, partitions: int) -> int:
     return partition_for(group_id, partitions)
+
+
+def _record_type(key: bytes) -> int:
+    return int.from_bytes(key[:2], "big", signed=True)
+
+
+def group_id_of(key: bytes | None) -> str | None:
+    """The group of a record `derive` reads (key versions 2, 3 and 8), or
+    None for any other record or a key that does not decode."""
+    if not key or len(key) < 2 or _record_type(key) not in HISTORY_RECORD_TYPES:
+        return None
+    try:
+        if _record_type(key) == 2:
+            gkey = ot.decode_key(bytes(key))
+            return gkey.group if isinstance(gkey, ot.GroupMetadataKey) else None
+        group = getattr(cg.decode_consumer_group_key(bytes(key)), "group_id", None)
+    except ot.RecordFormatError:
+        return None
+    return group if isinstance(group, str) else None
 
 
 def _assignment(data: bytes) -> frozenset[Partition]:
@@ -117,28 +145,29 @@ def derive(
     out: list[Generation] = []
     members: dict[str, DerivedMember] = {}
     for key, value, at_ms in records:
-        if not key or len(key) < 2:
+        if group_id_of(key) != group_id:
             continue
-        version = int.from_bytes(key[:2], "big", signed=True)
-        if version == 2:
-            gkey = ot.decode_key(key)
-            if not isinstance(gkey, ot.GroupMetadataKey) or gkey.group != group_id:
-                continue
-            if value is None:
-                out.append(Generation("removed", -1, at_ms))
-                members = {}
-                continue
-            step = _classic(ot.decode_group_metadata_value(value), at_ms, members)
-            members = {m.member_id: m for m in step.members}
-            out.append(step)
-        elif version in (3, 8):
-            ckey = cg.decode_consumer_group_key(key)
-            if ckey is None or getattr(ckey, "group_id", None) != group_id or value is None:
-                continue
-            cvalue = cg.decode_consumer_group_value(version, value)
-            if isinstance(cvalue, cg.ConsumerGroupMetadataValue):
-                out.append(Generation("epoch", cvalue.epoch, at_ms))
-            elif isinstance(cvalue, cg.ConsumerGroupCurrentMemberAssignmentValue):
-                member = getattr(ckey, "member_id", "")
-                out.append(Generation("member epoch", cvalue.member_epoch, at_ms, member_id=member))
+        assert key is not None  # group_id_of named a group
+        version = _record_type(key)
+        try:
+            if version == 2:
+                if value is None:
+                    out.append(Generation("removed", -1, at_ms))
+                    members = {}
+                    continue
+                step = _classic(ot.decode_group_metadata_value(bytes(value)), at_ms, members)
+                members = {m.member_id: m for m in step.members}
+                out.append(step)
+            elif value is not None:
+                ckey = cg.decode_consumer_group_key(bytes(key))
+                cvalue = cg.decode_consumer_group_value(version, bytes(value))
+                if isinstance(cvalue, cg.ConsumerGroupMetadataValue):
+                    out.append(Generation("epoch", cvalue.epoch, at_ms))
+                elif isinstance(cvalue, cg.ConsumerGroupCurrentMemberAssignmentValue):
+                    member = getattr(ckey, "member_id", "")
+                    out.append(
+                        Generation("member epoch", cvalue.member_epoch, at_ms, member_id=member)
+                    )
+        except ot.RecordFormatError:
+            continue
     return out
