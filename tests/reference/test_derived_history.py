@@ -3,7 +3,10 @@
 held against Apache Kafka 4.4 and against muster: a classic group that
 rebalances on three joins, a LeaveGroup and a member killed with SIGKILL lists
 those generations with their members; on muster it agrees with the
-RebalanceCompleted events muster itself wrote."""
+RebalanceCompleted events muster itself wrote. `muster analyze` runs the same
+derivation per group on Spark: on Kafka it finds the generations the driver
+finds and says the history is derived; on muster its derived rebalances agree
+with those muster's events give. One scenario per broker, shared by its tests."""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from muster.cli.main import app
 from muster.client.admin import AIOAdmin
 from muster.console.history import EventsTail, derived_history
 from muster.coordinator.derived import Generation
@@ -149,22 +154,125 @@ def _check_derived(derived: list[Generation]) -> None:
     assert steps == sorted(steps) and all(at > 0 for at in steps)
 
 
-def test_derived_history_on_kafka_4_4(kafka_broker: KafkaProcess, tmp_path: Path) -> None:
-    _rebalance_on_join_leave_and_kill(kafka_broker.bootstrap, "derive-kafka", tmp_path)
-    derived, events = asyncio.run(_read(kafka_broker.bootstrap, "derive-kafka"))
+@pytest.fixture(scope="module")
+def kafka_group(kafka_broker: KafkaProcess, tmp_path_factory: pytest.TempPathFactory) -> str:
+    group = "derive-kafka"
+    _rebalance_on_join_leave_and_kill(kafka_broker.bootstrap, group, tmp_path_factory.mktemp("k"))
+    return group
+
+
+@pytest.fixture(scope="module")
+def muster_group(shared_muster: MusterProcess, tmp_path_factory: pytest.TempPathFactory) -> str:
+    group = "derive-muster"
+    _rebalance_on_join_leave_and_kill(shared_muster.bootstrap, group, tmp_path_factory.mktemp("m"))
+    return group
+
+
+def test_derived_history_on_kafka_4_4(kafka_broker: KafkaProcess, kafka_group: str) -> None:
+    derived, events = asyncio.run(_read(kafka_broker.bootstrap, kafka_group))
     assert events == []  # Kafka has no __muster_group_events: the derivation is all there is
     _check_derived(derived)
 
 
 def test_derived_history_on_muster_agrees_with_its_events(
-    shared_muster: MusterProcess, tmp_path: Path
+    shared_muster: MusterProcess, muster_group: str
 ) -> None:
-    group = "derive-muster"
-    _rebalance_on_join_leave_and_kill(shared_muster.bootstrap, group, tmp_path)
-    derived, events = asyncio.run(_read(shared_muster.bootstrap, group))
+    derived, events = asyncio.run(_read(shared_muster.bootstrap, muster_group))
     _check_derived(derived)
     completed = {e.generation: e.member_count for e in events if isinstance(e, RebalanceCompleted)}
     generations = {g.number: len(g.members) for g in derived if g.kind == "generation"}
     assert len(completed) >= 5
     # every generation muster completed is derived, with its member count
     assert {n: generations.get(n) for n in completed} == completed
+
+
+def _rows(path: Path, group: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq  # the spark extra's
+
+    return [r for r in pq.read_table(path).to_pylist() if r["group_id"] == group]
+
+
+def _step(g: Generation) -> tuple[Any, ...]:
+    members = sorted((m.member_id, m.client_id, tuple(sorted(m.assignment))) for m in g.members)
+    return (g.kind, g.number, g.at_ms, g.member_id, members, g.joined, g.left, g.moved)
+
+
+def _spark_step(r: dict[str, Any]) -> tuple[Any, ...]:
+    members = sorted(
+        (
+            m["member_id"],
+            m["client_id"],
+            tuple((p["topic"], p["partition"]) for p in m["assignment"]),
+        )
+        for m in r["members"]
+    )
+    return (
+        r["kind"], r["number"], r["at_ms"], r["member_id"], members,
+        tuple(r["joined"]), tuple(r["left"]), tuple(r["moved"]),
+    )  # fmt: skip
+
+
+def test_muster_analyze_on_kafka_derives_on_spark_what_the_driver_derives(
+    spark: Any, kafka_broker: KafkaProcess, kafka_group: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    # the command reuses the test session (one SparkSession per run) and leaves it running
+    out = tmp_path / "analysis"
+    args = ["analyze", "-b", kafka_broker.bootstrap, "--out", str(out), "--group", kafka_group]
+    result = CliRunner().invoke(app, [*args, "-q"])
+    assert result.exit_code == 0, result.output
+    assert "history derived from __consumer_offsets" in result.output
+    assert "between generations" in result.output
+
+    derived, _ = asyncio.run(_read(kafka_broker.bootstrap, kafka_group))
+    steps = sorted(_rows(out / "tables" / "generations", kafka_group), key=lambda r: r["step"])
+    assert [_spark_step(r) for r in steps] == [_step(g) for g in derived]
+
+    rebalances = sorted(
+        _rows(out / "tables" / "rebalances", kafka_group), key=lambda r: r["rebalance"]
+    )
+    # every generation but 0 (Kafka stores the group, Empty, before its first join)
+    numbers = {g.number for g in derived if g.kind == "generation"}
+    assert 0 in numbers and [r["generation"] for r in rebalances] == sorted(numbers - {0})
+    counts = [r["members_after"] for r in rebalances]
+    # a joins, b, c; b leaves, c is killed, a closes (a count repeated: a join in two rounds)
+    assert [n for i, n in enumerate(counts) if i == 0 or counts[i - 1] != n] == [1, 2, 3, 2, 1, 0]
+    # what __consumer_offsets does not hold is left out, not made up
+    assert {(r["cause"], r["started_ms"], r["duration_ms"]) for r in rebalances} == {(None,) * 3}
+    assert _rows(out / "tables" / "rebalance_causes", kafka_group) == []
+    [summary] = _rows(out / "tables" / "group_summary", kafka_group)
+    assert summary["history"] == "derived" and summary["rebalances"] == len(rebalances)
+    assert summary["not_consuming_ms"] is None and summary["mean_between_rebalances_ms"] > 0
+    assert "history derived from __consumer_offsets" in (out / "report.html").read_text()
+
+
+def test_analytics_derivation_on_muster_agrees_with_its_events(
+    spark: Any, shared_muster: MusterProcess, muster_group: str, tmp_path: Path
+) -> None:
+    from muster.analytics import derived as derived_mod
+    from muster.analytics.job import EVENTS, run_analysis
+    from muster.analytics.load import source_loader
+    from muster.analytics.schema import OFFSETS_TOPIC
+
+    result = run_analysis(spark, shared_muster.bootstrap, tmp_path, [muster_group], progress=False)
+    assert result.history == EVENTS  # muster has events: they, not the derivation, tell it
+    events = sorted(_rows(result.tables["rebalances"], muster_group), key=lambda r: r["rebalance"])
+    records = source_loader(spark, shared_muster.bootstrap)([OFFSETS_TOPIC])
+    group_rows = derived_mod.group_records(records).where(f"group_id = '{muster_group}'")
+    table = derived_mod.rebalance_table(derived_mod.derive_groups(group_rows))
+    derived = sorted((r.asDict(True) for r in table.collect()), key=lambda r: r["rebalance"])
+
+    def shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        keys = ("generation", "previous_generation", "members_before", "members_after")
+        return [tuple(r[k] for k in keys) for r in rows]
+
+    assert len(events) >= 5 and shape(derived) == shape(events)
+    # the same rebalances, each completed where muster's events say (to the millisecond
+    # the group metadata's state timestamp is taken at: within its sync)
+    for d, e in zip(derived, events, strict=True):
+        assert e["started_ms"] <= d["completed_ms"] <= e["completed_ms"]
+    steps = _rows(result.tables["generations"], muster_group)
+    assert {r["number"] for r in steps if r["kind"] == "generation"} == {
+        r["generation"] for r in events
+    }

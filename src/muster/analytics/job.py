@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from rich.console import Console
 
 from muster import explain as explain_words
+from muster.analytics import derived as derived_mod
 from muster.analytics import lag as lag_mod
 from muster.analytics import load, offsets, rebalances, report
 from muster.analytics.events import parse_events
@@ -26,13 +27,21 @@ STAGES = (
     f"Reading {EVENTS_TOPIC}",
     f"Reading {OFFSETS_TOPIC}",
     "Reading data topics (log end offsets)",
-    "Rebalances and time not consuming",
+    "Rebalances and time not consuming",  # or, without events, the derived history
     "Commit rate",
     "Lag per partition",
     "Writing Parquet tables",
     "Writing the HTML report",
 )
 STORY_REBALANCES = 20  # the plain-words account covers the last this many per group
+STORY_STEPS = 60  # a derived history's account: its last this many steps
+# where the rebalance history came from
+EVENTS = "events"
+DERIVED = "derived"
+HISTORY_WORDS = {
+    EVENTS: f"history from {EVENTS_TOPIC}",
+    DERIVED: f"history derived from {OFFSETS_TOPIC}",
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class AnalysisResult:
     window_start_ms: int
     window_end_ms: int
     source: str  # which loader read the topics
+    history: str = EVENTS  # EVENTS, or DERIVED: no group events, from __consumer_offsets
 
 
 def _console(progress: bool | Console) -> Console | None:
@@ -74,6 +84,12 @@ def run_analysis(
     The topics are read once, up to their ends when each is read; the window
     ends at the newest timestamp seen. `loader` defaults to the `muster` Spark
     source; `progress` is True (stderr), False, or a rich Console.
+
+    Without group events (no `__muster_group_events`, or none for these
+    groups: any Kafka) the rebalances come from the history derived from
+    `__consumer_offsets` (muster.analytics.derived): generations, members,
+    departures and the time between generations, no causes or durations.
+    The derived `generations` table is written either way.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     read = loader or load.source_loader(spark, bootstrap, props)
@@ -86,7 +102,13 @@ def run_analysis(
         with stages.stage(0):
             events = _only(parse_events(read([EVENTS_TOPIC])), groups).localCheckpoint()
         with stages.stage(1):
-            commit_rows = _only(offsets.commits(read([OFFSETS_TOPIC])), groups).localCheckpoint()
+            # read once for both: commits, and the group records histories are derived from
+            offsets_records = read([OFFSETS_TOPIC]).localCheckpoint()
+            commit_rows = _only(offsets.commits(offsets_records), groups).localCheckpoint()
+            group_rows = _only(derived_mod.group_records(offsets_records), groups)
+            derived = derived_mod.derive_groups(group_rows).localCheckpoint()
+            steps = derived_mod.generations(derived)
+            history = EVENTS if events.limit(1).count() else DERIVED
         with stages.stage(2):
             topics = [r.topic for r in commit_rows.select("topic").distinct().collect()]
             data_topics = load.data_topics(topics)
@@ -95,11 +117,18 @@ def run_analysis(
                 if data_topics
                 else None
             )
-            start_ms, end_ms = _window(events, commit_rows, end_changes)
+            start_ms, end_ms = _window(events, commit_rows, end_changes, steps)
         with stages.stage(3):
-            rebalance_table = rebalances.rebalances(events).localCheckpoint()
-            causes = rebalances.cause_counts(rebalance_table)
-            summary = rebalances.group_summary(events, rebalance_table, end_ms).localCheckpoint()
+            if history == EVENTS:
+                rebalance_table = rebalances.rebalances(events).localCheckpoint()
+                summary = rebalances.group_summary(events, rebalance_table, end_ms)
+                causes = rebalances.cause_counts(rebalance_table)
+            else:
+                rebalance_table = derived_mod.rebalance_table(derived).localCheckpoint()
+                summary = derived_mod.group_summary(steps, rebalance_table, end_ms)
+                # no causes in a derived history: none counted
+                causes = rebalances.cause_counts(rebalance_table.where(F.col("cause").isNotNull()))
+            summary = summary.localCheckpoint()
             intervals = rebalances.state_intervals(events, end_ms)
         with stages.stage(4):
             rate = offsets.commit_rate(commit_rows).localCheckpoint()
@@ -122,8 +151,11 @@ def run_analysis(
             tables = {
                 "rebalances": rebalance_table,
                 "rebalance_causes": causes,
-                "group_summary": _full_summary(summary, causes, totals, now, start_ms, end_ms),
+                "group_summary": _full_summary(
+                    summary, causes, totals, now, start_ms, end_ms, history
+                ),
                 "group_states": intervals,
+                "generations": steps,
                 "commits": commit_rows,
                 "commit_rate": rate,
                 "lag": lag,
@@ -136,20 +168,24 @@ def run_analysis(
         with stages.stage(7):
             summaries = _summaries(tables["group_summary"])
             reports = _group_reports(summaries, rebalance_table, rate, lag, events)
-            html = report.render(reports, start_ms, end_ms, source, paths)
+            if history == DERIVED:
+                _derived_stories(reports, steps)
+            html = report.render(reports, start_ms, end_ms, source, paths, HISTORY_WORDS[history])
             report_path = report.write(out_dir / "report.html", html)
-    return AnalysisResult(out_dir, report_path, paths, summaries, start_ms, end_ms, source)
+    return AnalysisResult(out_dir, report_path, paths, summaries, start_ms, end_ms, source, history)
 
 
 def _window(
-    events: DataFrame, commit_rows: DataFrame, end_changes: DataFrame | None
+    events: DataFrame, commit_rows: DataFrame, end_changes: DataFrame | None, steps: DataFrame
 ) -> tuple[int, int]:
-    """From the first group event or commit to the newest timestamp anywhere."""
+    """From the first group event, derived step or commit to the newest
+    timestamp anywhere."""
     e = events.agg(F.min("event_ms"), F.max("event_ms")).first()
     c = commit_rows.agg(F.min("commit_ms"), F.max("commit_ms")).first()
+    g = steps.agg(F.min("at_ms"), F.max("at_ms")).first()
     d = end_changes.agg(F.max("t_ms")).first() if end_changes is not None else None
-    starts = [v for v in (e[0], c[0]) if v is not None]  # type: ignore[index]
-    ends = [v for v in (e[1], c[1], d[0] if d else None) if v is not None]  # type: ignore[index]
+    starts = [v for v in (e[0], c[0], g[0]) if v is not None]  # type: ignore[index]
+    ends = [v for v in (e[1], c[1], g[1], d[0] if d else None) if v is not None]  # type: ignore[index]
     now = int(time.time() * 1000)
     start = min(starts) if starts else now
     return int(start), int(max(ends)) if ends else max(int(start), now)
@@ -162,7 +198,11 @@ def _full_summary(
     now: DataFrame,
     start_ms: int,
     end_ms: int,
+    history: str,
 ) -> DataFrame:
+    """The group summary table: `summary` with causes, commits and lag, for
+    every group that has either. Figures a derived history does not hold
+    (durations, time per state) stay null rather than read as zero."""
     by_cause = causes.groupBy("group_id").agg(
         F.map_from_entries(F.collect_list(F.struct("cause", "rebalances"))).alias("causes")
     )
@@ -172,26 +212,32 @@ def _full_summary(
         .join(now, "group_id", "left")
     )
     zero = F.lit(0)
+
+    def known(column: str, default: Column) -> Column:
+        return F.col(column) if history == DERIVED else F.coalesce(column, default)
+
     return joined.select(
         "group_id",
         F.coalesce("rebalances", zero).alias("rebalances"),
         F.coalesce("completed_rebalances", zero).alias("completed_rebalances"),
         F.coalesce("causes", F.create_map().cast("map<string,bigint>")).alias("causes"),
-        F.coalesce("total_duration_ms", zero.cast("long")).alias("total_duration_ms"),
+        known("total_duration_ms", zero.cast("long")).alias("total_duration_ms"),
         "mean_duration_ms",
         "p95_duration_ms",
         "max_duration_ms",
+        "mean_between_rebalances_ms",
         F.coalesce("window_start_ms", F.lit(start_ms)).alias("window_start_ms"),
         F.lit(end_ms).alias("window_end_ms"),
         F.coalesce("window_ms", F.lit(end_ms - start_ms)).alias("window_ms"),
-        F.coalesce("active_ms", zero.cast("long")).alias("active_ms"),
-        F.coalesce("not_consuming_ms", zero.cast("long")).alias("not_consuming_ms"),
-        F.coalesce("not_consuming_fraction", F.lit(0.0)).alias("not_consuming_fraction"),
+        known("active_ms", zero.cast("long")).alias("active_ms"),
+        known("not_consuming_ms", zero.cast("long")).alias("not_consuming_ms"),
+        known("not_consuming_fraction", F.lit(0.0)).alias("not_consuming_fraction"),
         F.coalesce("commits", zero.cast("long")).alias("commits"),
         F.coalesce("partition_commits", zero.cast("long")).alias("partition_commits"),
         "commits_per_minute",
         "max_lag_now",
         "total_lag_now",
+        F.lit(history).alias("history"),
     )
 
 
@@ -235,3 +281,15 @@ def _group_reports(
         if group_id in reports:
             reports[group_id].story = explain_words.explain(group_events, STORY_REBALANCES)
     return list(reports.values())
+
+
+def _derived_stories(reports: list[GroupReport], steps: DataFrame) -> None:
+    """Without events, each group's account is its derived steps, one line
+    each (the console's words: `Generation.summary`), the last STORY_STEPS."""
+    newest = Window.partitionBy("group_id").orderBy(F.col("step").desc())
+    last = steps.withColumn("n", F.row_number().over(newest)).where(F.col("n") <= STORY_STEPS)
+    lines: dict[str, list[list[str]]] = {}
+    for row in last.orderBy("group_id", "step").select("group_id", "at_ms", "summary").collect():
+        lines.setdefault(row.group_id, []).append([f"{report.when(row.at_ms)} UTC: {row.summary}"])
+    for r in reports:
+        r.story = lines.get(r.summary.group_id, [])

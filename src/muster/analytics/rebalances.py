@@ -38,8 +38,9 @@ _STRINGS = ArrayType(StringType())
 _REMOVAL = StructType(
     [StructField(name, StringType()) for name in ("member_id", "cause", "reason")]
 )
-# What the fold gives per rebalance (started_at/completed_at are added in Spark).
-_FOLDED = StructType(
+# What the fold gives per rebalance (started_at/completed_at and since_previous_ms
+# are added in Spark, `table`); muster.analytics.derived gives the same rows.
+FOLDED = StructType(
     [
         StructField("group_id", StringType()),
         StructField("rebalance", IntegerType()),
@@ -109,7 +110,7 @@ def _fold_group(group_id: str, rows: list[Row]) -> list[dict[str, Any]]:
 
 # A plain Python UDF: pandas, which Arrow UDFs (applyInArrow too) need, is
 # not a dependency.
-_fold_udf = F.udf(_fold_group, ArrayType(_FOLDED), useArrow=False)
+_fold_udf = F.udf(_fold_group, ArrayType(FOLDED), useArrow=False)
 
 
 def rebalances(events: DataFrame) -> DataFrame:
@@ -118,7 +119,8 @@ def rebalances(events: DataFrame) -> DataFrame:
     Columns: group_id, rebalance (1-based per group), cause (what started it),
     causes (every cause until it completed, in order), reasons (client reasons
     given), trigger_member_id, previous_generation, generation, started_ms,
-    completed_ms, duration_ms, started_at, completed_at, members_before,
+    completed_ms, duration_ms, started_at, completed_at, since_previous_ms
+    (`table`), members_before,
     members_after, waited_for, removed_members (dropped for not rejoining),
     removals (array of member_id/cause/reason), completed.
     """
@@ -127,6 +129,15 @@ def rebalances(events: DataFrame) -> DataFrame:
     columns = F.struct("event_offset", *EVENT_SCHEMA.fieldNames())
     grouped = events.groupBy("group_id").agg(F.sort_array(F.collect_list(columns)).alias("e"))
     folded = grouped.select(F.explode(_fold_udf("group_id", "e")).alias("r")).select("r.*")
+    return table(folded)
+
+
+def table(folded: DataFrame) -> DataFrame:
+    """The rebalance table's columns from rows of `FOLDED`, adding started_at,
+    completed_at and since_previous_ms (completion to the previous rebalance's
+    completion in the same group: the time between generations)."""
+    order = Window.partitionBy("group_id").orderBy("rebalance")
+    since = F.col("completed_ms") - F.lag("completed_ms").over(order)
     return folded.select(
         "group_id",
         "rebalance",
@@ -141,6 +152,7 @@ def rebalances(events: DataFrame) -> DataFrame:
         ms_to_ts("started_ms").alias("started_at"),
         ms_to_ts("completed_ms").alias("completed_at"),
         "duration_ms",
+        since.alias("since_previous_ms"),
         "members_before",
         "members_after",
         "waited_for",
@@ -172,9 +184,9 @@ def state_intervals(events: DataFrame, window_end_ms: int) -> DataFrame:
 
 def group_summary(events: DataFrame, rebalance_table: DataFrame, window_end_ms: int) -> DataFrame:
     """Per group: rebalance count, durations (total, mean, p95, max of completed
-    rebalances), the window (first event to `window_end_ms`), time with members
-    (`active_ms`), time with members but not consuming, and its fraction of the
-    window."""
+    rebalances), the mean time between rebalances' completions, the window
+    (first event to `window_end_ms`), time with members (`active_ms`), time
+    with members but not consuming, and its fraction of the window."""
     spans = state_intervals(events, window_end_ms).select(
         "group_id", "state", (F.col("to_ms") - F.col("from_ms")).alias("ms")
     )
@@ -195,6 +207,7 @@ def group_summary(events: DataFrame, rebalance_table: DataFrame, window_end_ms: 
         F.avg(F.when(done, F.col("duration_ms"))).alias("mean_duration_ms"),
         F.percentile(F.when(done, F.col("duration_ms")), F.lit(0.95)).alias("p95_duration_ms"),
         F.max(F.when(done, F.col("duration_ms"))).alias("max_duration_ms"),
+        F.avg("since_previous_ms").alias("mean_between_rebalances_ms"),
     )
     joined = window.join(counts, "group_id", "left").join(states, "group_id", "left")
     window_ms = F.lit(window_end_ms) - F.col("window_start_ms")
@@ -206,6 +219,7 @@ def group_summary(events: DataFrame, rebalance_table: DataFrame, window_end_ms: 
         "mean_duration_ms",
         "p95_duration_ms",
         "max_duration_ms",
+        "mean_between_rebalances_ms",
         "window_start_ms",
         F.lit(window_end_ms).cast("long").alias("window_end_ms"),
         window_ms.alias("window_ms"),

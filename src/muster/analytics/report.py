@@ -3,7 +3,11 @@
 Per group: the summary figures, a timeline of rebalances coloured by the
 cause that started each, lag curves per partition, the rebalances table,
 commit rate per minute, and the rebalances told in plain words (the same
-sentences as `muster groups explain`).
+sentences as `muster groups explain`). A history derived from
+`__consumer_offsets` (no group events) shows its generations instead: when
+each completed, the time since the one before, members and departures, and
+its steps in the console's words; no causes or durations, which that topic
+does not hold.
 """
 
 from __future__ import annotations
@@ -55,21 +59,30 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(round(value))
 
 
+_NOT_IN_OFFSETS = "not in __consumer_offsets"
+
+
 def _figures(s: GroupSummary) -> str:
-    rows = [
-        ("Rebalances", f"{s.rebalances} ({s.completed_rebalances} completed)"),
-        ("Causes", causes_text(s.causes)),
-        (
+    derived = s.history == "derived"
+    if derived:
+        timing = ("Time between generations (mean)", _ms(s.mean_between_rebalances_ms))
+        idle = _NOT_IN_OFFSETS
+    else:
+        timing = (
             "Rebalance time: total / mean / p95 / max",
             f"{_ms(s.total_duration_ms)} / {_ms(s.mean_duration_ms)} / "
             f"{_ms(s.p95_duration_ms)} / {_ms(s.max_duration_ms)}",
-        ),
+        )
+        idle = (
+            f"{_ms(s.not_consuming_ms)} = {percent(s.not_consuming_fraction or 0.0)} of the window"
+        )
+    rows = [
+        ("Rebalances", f"{s.rebalances} ({s.completed_rebalances} completed)"),
+        ("Causes", _NOT_IN_OFFSETS if derived else causes_text(s.causes)),
+        timing,
         ("Window", f"{when(s.window_start_ms)} to {when(s.window_end_ms)} UTC"),
-        ("Time with members", _ms(s.active_ms)),
-        (
-            "Not consuming (members, not Stable)",
-            f"{_ms(s.not_consuming_ms)} = {percent(s.not_consuming_fraction)} of the window",
-        ),
+        ("Time with members", _NOT_IN_OFFSETS if derived else _ms(s.active_ms)),
+        ("Not consuming (members, not Stable)", idle),
         ("Commits", f"{s.commits} requests, {s.partition_commits} partition offsets"),
         (
             "Commit rate",
@@ -84,7 +97,28 @@ def _figures(s: GroupSummary) -> str:
     return f'<table class="figures">{body}</table>'
 
 
+def _derived_timeline(report: GroupReport, axis: svg.TimeAxis) -> str:
+    """A mark where each generation completed: its start is not in the topic."""
+    marks = [
+        svg.Bar(
+            int(r["completed_ms"]),
+            int(r["completed_ms"]),
+            _GENERATION_COLOUR,
+            f"#{r['rebalance']} generation {r.get('generation')}: "
+            f"{_opt(r.get('members_before'))} to {_opt(r.get('members_after'))} members",
+        )
+        for r in report.rebalances
+    ]
+    legend = [("generation completed (derived from __consumer_offsets)", _GENERATION_COLOUR)]
+    return svg.timeline(axis, marks, legend, "Generations, when each completed")
+
+
+_GENERATION_COLOUR = "#7f7f7f"
+
+
 def _timeline(report: GroupReport, axis: svg.TimeAxis) -> str:
+    if report.summary.history == "derived":
+        return _derived_timeline(report, axis)
     others: dict[str, str] = {}
     bars = []
     seen: dict[str, str] = {}
@@ -112,9 +146,44 @@ def _lag(report: GroupReport, axis: svg.TimeAxis) -> str:
     return svg.lines(axis, series, "Lag per partition (log end minus committed offset)", "records")
 
 
-def _rebalance_table(rows: Sequence[dict[str, Any]]) -> str:
+def _cells_html(cells: Sequence[tuple[str, str]]) -> str:
+    return (
+        "<tr>"
+        + "".join(
+            f"<td{f' class={cls}' if cls else ''}>{short_ids(escape(text))}</td>"
+            for text, cls in cells
+        )
+        + "</tr>"
+    )
+
+
+def _generation_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A derived history's rebalances: what `__consumer_offsets` says of each."""
+    head = (
+        "<tr><th>#</th><th>Completed (UTC)</th><th>Since the one before</th>"
+        "<th>Generation</th><th>Members before, after</th><th>Left</th></tr>"
+    )
+    body = []
+    for r in rows:
+        since = r.get("since_previous_ms")
+        left = [m["member_id"] for m in r.get("removals") or []]
+        cells = [
+            (str(r["rebalance"]), "num"),
+            (when(r.get("completed_ms")), ""),
+            ("-" if since is None else duration(int(since)), "num"),
+            (f"{_opt(r.get('previous_generation'))} to {_opt(r.get('generation'))}", "num"),
+            (f"{_opt(r.get('members_before'))}, {_opt(r.get('members_after'))}", "num"),
+            (", ".join(left), "ids"),
+        ]
+        body.append(_cells_html(cells))
+    return f'<table class="rebalances derived">{head}{"".join(body)}</table>'
+
+
+def _rebalance_table(rows: Sequence[dict[str, Any]], derived: bool = False) -> str:
     if not rows:
         return '<p class="muted">No rebalances recorded.</p>'
+    if derived:
+        return _generation_table(rows)
     head = (
         "<tr><th>#</th><th>Started (UTC)</th><th>Duration</th><th>Cause</th>"
         "<th>All causes</th><th>Reasons</th><th>Generation</th><th>Members before, after</th>"
@@ -136,14 +205,7 @@ def _rebalance_table(rows: Sequence[dict[str, Any]]) -> str:
             (waited, ""),
             (", ".join(r.get("removed_members") or []), "ids"),
         ]
-        body.append(
-            "<tr>"
-            + "".join(
-                f"<td{f' class={cls}' if cls else ''}>{short_ids(escape(text))}</td>"
-                for text, cls in cells
-            )
-            + "</tr>"
-        )
+        body.append(_cells_html(cells))
     return f'<table class="rebalances">{head}{"".join(body)}</table>'
 
 
@@ -201,7 +263,7 @@ def _group_section(report: GroupReport, start_ms: int, end_ms: int) -> str:
             _timeline(report, axis),
             _lag(report, axis),
             "<h3>Rebalances</h3>",
-            _rebalance_table(report.rebalances),
+            _rebalance_table(report.rebalances, s.history == "derived"),
             "<h3>Commit rate</h3>",
             _commit_rate(report.commit_rate),
             "<h3>In plain words</h3>",
@@ -217,8 +279,10 @@ def render(
     window_end_ms: int,
     source: str,
     tables: dict[str, Path],
+    history: str = "",
 ) -> str:
-    """The whole report as one HTML document."""
+    """The whole report as one HTML document; `history` says where the
+    rebalance history came from."""
     listing = "".join(
         f"<tr><td>{escape(name)}</td><td>{escape(str(path))}</td></tr>"
         for name, path in sorted(tables.items())
@@ -233,7 +297,7 @@ def render(
         "<h1>Consumer groups: why they rebalanced, and what it cost</h1>"
         f'<p class="muted">Window {escape(when(window_start_ms))} to '
         f"{escape(when(window_end_ms))} UTC; {len(groups)} group(s); read through the "
-        f"{escape(source)} loader.</p>"
+        f"{escape(source)} loader{'; ' + escape(history) if history else ''}.</p>"
         f"{sections}"
         f'<h2>Parquet tables</h2><table class="tables">{listing}</table>'
         "</body></html>"

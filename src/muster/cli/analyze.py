@@ -2,7 +2,9 @@
 
 Runs the PySpark analytics (muster.analytics) on a local SparkSession over
 the broker's `__muster_group_events`, `__consumer_offsets` and the data
-topics, writes Parquet tables and an HTML report, and prints a summary.
+topics, writes Parquet tables and an HTML report, and prints a summary. Any
+Kafka broker will do: without `__muster_group_events` the rebalance history
+is derived from `__consumer_offsets` (no causes), and the summary says so.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from muster.cli._common import (
     broker_errors,
     client_props,
     err,
-    events_topic_errors,
     fail,
     out,
     require_spark,
@@ -100,11 +101,10 @@ def analyze(
 
     props = client_props(command_config, properties)
     console = err()
-    # a wrong address fails here in seconds, not after Spark has started
-    with broker_errors(), events_topic_errors():
-        from muster.coordinator.topics import EVENTS_TOPIC
-
-        kafka.Admin(bootstrap, 10, props).topic(EVENTS_TOPIC)
+    # a wrong address fails here in seconds, not after Spark has started; a
+    # broker without __muster_group_events (any Kafka) is analysed all the same
+    with broker_errors():
+        kafka.Admin(bootstrap, 10, props).list_topics()
     # Spark's own warnings go to OUT/spark.log, not into the progress display
     with jvm_stderr_to(out_dir / "spark.log") as display:
         console = Console(file=display, highlight=False)
@@ -158,28 +158,43 @@ def _summary_rows(s: GroupSummary) -> list[tuple[str, str]]:
     from muster.analytics.report import causes_text, percent
     from muster.explain import duration
 
-    mean = "-" if s.mean_duration_ms is None else duration(round(s.mean_duration_ms))
-    p95 = "-" if s.p95_duration_ms is None else duration(round(s.p95_duration_ms))
+    def ms(value: float | None) -> str:
+        return "-" if value is None else duration(round(value))
+
     causes = f" ({causes_text(s.causes)})" if s.causes else ""
     commits = s.commits_per_minute
     lag = s.max_lag_now
+    if s.history == "derived":  # __consumer_offsets holds no causes, durations or states
+        between = ms(s.mean_between_rebalances_ms)
+        timing = ("between generations", f"mean {between}" if s.rebalances else "-")
+        idle = "-" if s.not_consuming_fraction is None else percent(s.not_consuming_fraction)
+    else:
+        mean, p95 = ms(s.mean_duration_ms), ms(s.p95_duration_ms)
+        timing = ("rebalance time", f"mean {mean}, p95 {p95}" if s.rebalances else "-")
+        idle = f"{percent(s.not_consuming_fraction or 0.0)} of the time "
+        idle += f"({duration(s.not_consuming_ms or 0)})"
     return [
         ("rebalances", f"{s.rebalances}{causes}"),
-        ("rebalance time", f"mean {mean}, p95 {p95}" if s.rebalances else "-"),
-        (
-            "not consuming",
-            f"{percent(s.not_consuming_fraction)} of the time ({duration(s.not_consuming_ms)})",
-        ),
+        timing,
+        ("not consuming", idle),
         ("commits", "-" if commits is None else f"{commits:.1f} per minute"),
         ("max lag now", "-" if lag is None else f"{lag:,} records"),
     ]
 
 
 def print_summary(result: object) -> None:
-    from muster.analytics.job import AnalysisResult
+    from muster.analytics.job import DERIVED, AnalysisResult
 
     assert isinstance(result, AnalysisResult)
     console = out()
+    if result.history == DERIVED:
+        from muster.analytics.job import HISTORY_WORDS
+
+        console.print(
+            f"No group events: {HISTORY_WORDS[DERIVED]} (generations, joins and "
+            "departures; no causes or rebalance durations)",
+            soft_wrap=True,
+        )
     if not result.groups:
         console.print("No consumer groups found.")
     else:
