@@ -95,13 +95,15 @@ def _produce(bootstrap: str, topic: str, partitions: int, count: int) -> list[Ke
     return acked
 
 
-def _consumer(bootstrap: str, group: str, topic: str, explicit: bool = True) -> ShareConsumer:
+def _consumer(
+    bootstrap: str, group: str, topic: str, explicit: bool = True, max_records: int = 5
+) -> ShareConsumer:
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "share.acknowledgement.mode": "explicit" if explicit else "implicit",
-            "max.poll.records": 5,
+            "max.poll.records": max_records,
         }
     )
     consumer.subscribe([topic])
@@ -166,6 +168,37 @@ def test_more_members_than_partitions_one_holder_at_a_time(bootstrap: str) -> No
     assert sorted(accepted) == sorted(produced)  # each record once
     assert counts == [1] * 60
     assert len(readers[0] | readers[1]) >= 3, readers  # more readers than partitions
+
+
+def test_a_new_group_gets_its_partitions_one_answer_at_a_time(bootstrap: str) -> None:
+    """A new group's share partitions start one by one (Kafka initialises
+    them off the fetch path): the first answers hold one partition's records
+    each; once started, one answer holds both (librdkafka 0179 counts on it)."""
+    topic, group = _names("share-ck-start")
+    _setup(bootstrap, topic, 2, group)
+    _produce(bootstrap, topic, 2, 100)
+    consumer = _consumer(bootstrap, group, topic, explicit=False, max_records=500)
+    consumer_polls: list[list[int]] = []
+
+    def drain(rounds: list[list[int]]) -> Callable[[], bool]:
+        def step() -> bool:
+            got = [msg.partition() for msg in _poll(consumer, 1.0)]
+            if got:
+                rounds.append(got)
+            return sum(map(len, rounds)) >= 100
+
+        return step
+
+    try:
+        _until("the first 100 records", 30, drain(consumer_polls))
+        _produce(bootstrap, topic, 2, 100)
+        time.sleep(1)
+        later: list[list[int]] = []
+        _until("the next 100 records", 30, drain(later))
+    finally:
+        consumer.close()
+    assert [sorted(set(p)) for p in consumer_polls] in ([[0], [1]], [[1], [0]])
+    assert [sorted(set(p)) for p in later] == [[0, 1]]
 
 
 def test_release_redelivers_reject_never_returns(bootstrap: str) -> None:
