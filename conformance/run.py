@@ -10,6 +10,8 @@ See ../shared/conformance/librdkafka.md. Build the test runner first with
     .venv/bin/python conformance/run.py --tests 0061:without   # only sub-tests named *without*
     .venv/bin/python conformance/run.py --noautocreate  # 0045 variants, 0107, 0111
     .venv/bin/python conformance/run.py --group --group-protocol consumer   # KIP-848 mode
+    .venv/bin/python conformance/run.py --share         # share-consumer tests (KIP-932)
+    .venv/bin/python conformance/run.py --share --peer kafka   # the same on Kafka 4.4
 
 For each test number: start ``python -m muster serve`` on a fresh data dir and a free
 port, write ``test.conf``, run ``TESTS=<n> ./test-runner -p1 -L`` (with
@@ -65,7 +67,26 @@ PRODUCE_TESTS = [
     "0049", "0068", "0075", "0076", "0088", "0094",
     "0103", "0129",
 ]
+# Share-consumer tests (KIP-932) that talk to a broker. 0182, 0183 and 0186 run
+# on librdkafka's mock cluster only (TEST_F_LOCAL), as do the *_local variants
+# of 0173, 0176, 0178, 0179, 0180 and 0184: `-L` leaves them out.
+SHARE_TESTS = [
+    "0170", "0171", "0172", "0173", "0174", "0175", "0176", "0177", "0178", "0179",
+    "0180", "0181", "0184", "0185",
+]
 # fmt: on
+# They need a broker that says it is 4.2 or later (TEST_BRKVER(4, 2, 0, 0)).
+SHARE_KAFKA_VERSION = "4.4.0"
+# librdkafka's own test clusters for 4.2+ (tests/cluster_testing.py) let a
+# group lock records for 1 s: 0173 and 0176 set share.record.lock.duration.ms
+# to 3000, under Kafka's default floor of 15000.
+SHARE_SETTINGS = {"group.share.min.record.lock.duration.ms": "1000"}
+
+
+def is_share_test(test: str) -> bool:
+    return "0170" <= test <= "0186"
+
+
 # Tests of the 'noautocreate' scenario: run with -s noautocreate against a broker with
 # auto.create.topics.enable=false (selecting 0045 then runs only its noautocreate variants).
 NOAUTOCREATE_TESTS = ["0045", "0107", "0111"]
@@ -185,11 +206,26 @@ def classify(res: Result, timed_out: bool) -> None:
                 res.note = res.note or f"runner ended by {signal.Signals(signum).name}"
 
 
+def kafka_argv(port: int, data_dir: Path, settings: dict[str, str]) -> list[str]:
+    """Apache Kafka 4.4 (tests/support/kafka.py: single-node KRaft from Maven's
+    jars) on `port`, its storage formatted in `data_dir`."""
+    sys.path.insert(0, str(REPO))
+    from tests.support.kafka import KafkaProcess
+
+    kafka = KafkaProcess(data_dir, settings)
+    kafka.port = port
+    return kafka.command()
+
+
 def broker_argv(
     args: argparse.Namespace, port: int, data_dir: Path, extra_settings: dict[str, str]
 ) -> list[str]:
     if args.peer == "tansu":
         return common.tansu_argv("127.0.0.1", port)
+    if args.peer == "kafka":  # muster's settings are Kafka's names
+        settings = {**MUSTER_SETTINGS, **extra_settings}
+        settings.update(dict(kv.split("=", 1) for kv in args.set))
+        return kafka_argv(port, data_dir, settings)
     if args.broker_cmd:
         cmd = args.broker_cmd.format(port=port, data_dir=data_dir, host="127.0.0.1")
         return shlex.split(cmd)
@@ -282,6 +318,8 @@ def run_one(
     log_path = out / f"{test}{suffix}.log"
     res.log = str(log_path)
     extra = {"auto.create.topics.enable": "false"} if scenario == "noautocreate" else {}
+    if is_share_test(test):
+        extra.update(SHARE_SETTINGS)
     extra.update(item.settings)
     broker = common.Broker(
         name=args.peer or "muster",
@@ -316,7 +354,8 @@ def run_one(
         {
             "TESTS": test,
             "LD_LIBRARY_PATH": "../src:../src-cpp",
-            "TEST_KAFKA_VERSION": args.kafka_version,
+            "TEST_KAFKA_VERSION": args.kafka_version
+            or (SHARE_KAFKA_VERSION if is_share_test(test) else "3.1.0"),
             "RDKAFKA_TEST_CONF": str(conf),
         }
     )
@@ -421,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group", action="store_true", help="the §4a group/offset list")
     ap.add_argument("--produce", action="store_true", help="the §4b produce/fetch list")
     ap.add_argument(
+        "--share", action="store_true", help="the share-consumer list (KIP-932: 0170-0185)"
+    )
+    ap.add_argument(
         "--noautocreate",
         action="store_true",
         help="the noautocreate scenario (auto.create.topics.enable=false)",
@@ -467,7 +509,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the broker listens on SASL_SSL only; tests connect with SCRAM-SHA-512 over TLS",
     )
     ap.add_argument("--subtests", help="SUBTESTS filter passed to the runner (all tests)")
-    ap.add_argument("--kafka-version", default="3.1.0", help="TEST_KAFKA_VERSION (3.1.0)")
+    ap.add_argument(
+        "--kafka-version",
+        default=None,
+        help="TEST_KAFKA_VERSION (3.1.0; 4.4.0 for the share-consumer tests)",
+    )
     ap.add_argument(
         "--group-protocol",
         choices=["classic", "consumer"],
@@ -478,7 +524,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     ap.add_argument("--broker-start-timeout", type=float, default=60, help=argparse.SUPPRESS)
     # Hidden: run against another broker to check the harness itself.
-    ap.add_argument("--peer", choices=["tansu"], help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--peer",
+        choices=["tansu", "kafka"],
+        help="run against another broker: kafka is Apache Kafka 4.4 (tests/support/kafka.py)",
+    )
     ap.add_argument("--broker-cmd", help=argparse.SUPPRESS)  # {port} {data_dir} {host}
     args = ap.parse_args(argv)
 
@@ -494,10 +544,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests:
         plan += [parse_test_item(t.strip()) for t in args.tests.split(",") if t.strip()]
     else:
-        if args.group or not (args.produce or args.noautocreate):
+        only_share = args.share and not (args.group or args.produce or args.noautocreate)
+        if args.group or not (args.produce or args.noautocreate or only_share):
             plan += [PlanItem(t) for t in GROUP_TESTS]
-        if args.produce or not (args.group or args.noautocreate):
+        if args.produce or not (args.group or args.noautocreate or only_share):
             plan += [PlanItem(t) for t in PRODUCE_TESTS]
+        if args.share:
+            plan += [PlanItem(t) for t in SHARE_TESTS]
     if args.noautocreate:
         plan += [PlanItem(t, "noautocreate") for t in NOAUTOCREATE_TESTS]
 

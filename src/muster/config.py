@@ -158,6 +158,42 @@ PROPERTIES: tuple[Property, ...] = (
         "How often share-group members are told to heartbeat.",
     ),
     Property("group.share.max.size", int, 200, "Most members in one share group."),
+    *(
+        Property(f"group.{kind}.{bound}.{what}", int, value, f"{doc} a {kind} group may set.")
+        for kind in ("consumer", "share")
+        for bound, what, value, doc in (
+            ("min", "session.timeout.ms", 45000, "Smallest session timeout"),
+            ("max", "session.timeout.ms", 60000, "Largest session timeout"),
+            ("min", "heartbeat.interval.ms", 5000, "Smallest heartbeat interval"),
+            ("max", "heartbeat.interval.ms", 15000, "Largest heartbeat interval"),
+        )
+    ),
+    Property(
+        "group.share.min.record.lock.duration.ms",
+        int,
+        15000,
+        "Smallest share.record.lock.duration.ms a share group may set.",
+    ),
+    Property(
+        "group.share.max.record.lock.duration.ms",
+        int,
+        60000,
+        "Largest share.record.lock.duration.ms a share group may set.",
+    ),
+    Property("group.share.min.delivery.count.limit", int, 2, "Smallest delivery-count limit."),
+    Property("group.share.max.delivery.count.limit", int, 10, "Largest delivery-count limit."),
+    Property(
+        "group.share.min.partition.max.record.locks",
+        int,
+        100,
+        "Smallest share.partition.max.record.locks a share group may set.",
+    ),
+    Property(
+        "group.share.max.partition.max.record.locks",
+        int,
+        4000,
+        "Largest share.partition.max.record.locks a share group may set.",
+    ),
     Property(
         "group.share.record.lock.duration.ms",
         int,

@@ -59,6 +59,17 @@ def test_lock_expiry_and_the_delivery_limit() -> None:
     assert p.spso == 1 and p.records == {}
 
 
+def test_an_acknowledgement_after_its_lock_expired_is_refused() -> None:
+    """librdkafka 0173 do_test_lock_timeout_redelivery: an implicit ACCEPT
+    sent after the lock expired must not finish the record; it comes back."""
+    p = sp(lock_ms=100)
+    p.acquire("a", [Batch(0, 1)], 0, 10, now=0)
+    assert p.acknowledge("a", 0, 1, (ACCEPT,), now=100) == INVALID_RECORD_STATE
+    assert p.acknowledge("a", 0, 0, (RENEW,), now=150) == INVALID_RECORD_STATE
+    assert p.spso == 0
+    assert p.acquire("a", [Batch(0, 1)], 0, 10, now=150) == [(0, 1, 2)]
+
+
 def test_reject_archives_and_renew_extends_the_lock() -> None:
     p = sp(lock_ms=100)
     p.acquire("a", [Batch(0, 1)], 0, 10, now=0)

@@ -120,7 +120,38 @@ def reset_configs(s: Session) -> None:
         s.call(44, 1, body, label)
 
 
+def config_bounds(s: Session) -> None:
+    """Group configs against the broker's bounds (both brokers' defaults):
+    a share group's lock duration, session timeout and heartbeat interval,
+    a consumer group's session timeout, a session not above its heartbeat."""
+    if not s.supports(SG_HEARTBEAT, 1):
+        return
+    group = s.name("g")
+    for label, configs in (
+        ("lock_floor", {"share.record.lock.duration.ms": "999"}),
+        ("lock_below_min", {"share.record.lock.duration.ms": "3000"}),
+        ("lock_min", {"share.record.lock.duration.ms": "15000"}),
+        ("lock_max", {"share.record.lock.duration.ms": "60000"}),
+        ("lock_above_max", {"share.record.lock.duration.ms": "60001"}),
+        ("lock_not_a_number", {"share.record.lock.duration.ms": "soon"}),
+        ("share_session_below_min", {"share.session.timeout.ms": "44999"}),
+        ("share_session_max", {"share.session.timeout.ms": "60000"}),
+        ("share_heartbeat_above_max", {"share.heartbeat.interval.ms": "15001"}),
+        ("consumer_session_above_max", {"consumer.session.timeout.ms": "60001"}),
+        ("consumer_heartbeat_below_min", {"consumer.heartbeat.interval.ms": "4999"}),
+    ):
+        entries = [
+            {"name": name, "config_operation": 0, "value": value} for name, value in configs.items()
+        ]
+        body = {
+            "resources": [{"resource_type": 32, "resource_name": group, "configs": entries}],
+            "validate_only": True,
+        }
+        s.call(44, 1, body, label)
+
+
 register("share_groups", "join_describe_leave", join_describe_leave)
+register("share_groups", "config_bounds", config_bounds)
 register("share_groups", "reset_configs", reset_configs)
 register("share_groups", "classic_apis", classic_apis)
 register("share_groups", "errors", errors)

@@ -28,8 +28,9 @@ from muster.records.share_state_records import ShareStateKey, StateBatch
 from muster.server.share_store import ShareStateLog, WriteFailed
 from muster.server.state import BrokerState
 from muster.share.durable import Record
+from muster.share.group_configs import default
 from muster.share.partition import SharePartition
-from muster.share.reset import check_reset, since_ms
+from muster.share.reset import since_ms
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,6 @@ CONFIGS_FILE = "share_group_configs.json"
 
 # ShareFetch/ShareAcknowledge session epochs (Kafka's ShareRequestMetadata)
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
-
-# the group configs a GROUP resource takes (Kafka's GroupConfig), with defaults
-GROUP_CONFIGS: dict[str, str] = {
-    "share.auto.offset.reset": "latest",
-    "share.isolation.level": "read_uncommitted",
-    "share.record.lock.duration.ms": "30000",
-    "share.session.timeout.ms": "45000",
-    "share.heartbeat.interval.ms": "5000",
-    "consumer.session.timeout.ms": "45000",
-    "consumer.heartbeat.interval.ms": "5000",
-}
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -67,30 +57,11 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
 
-def check_group_config(name: str, value: str) -> str | None:
-    """Why a group config cannot take this value (None: it can)."""
-    if name not in GROUP_CONFIGS:
-        return f"Unknown group config name: {name}"
-    if name == "share.auto.offset.reset":
-        if not check_reset(value):
-            return f"Invalid value {value} for configuration share.auto.offset.reset"
-    elif name == "share.isolation.level":
-        if value not in ("read_uncommitted", "read_committed"):
-            return f"Invalid value {value} for configuration share.isolation.level"
-    else:
-        try:
-            int(value)
-        except ValueError:
-            return f"Invalid value {value} for configuration {name}"
-    return None
-
-
 class ShareState:
     def __init__(self, state: BrokerState) -> None:
-        config = state.config
-        self.lock_ms = int(config.get("group.share.record.lock.duration.ms", 30000))
-        self.delivery_limit = int(config.get("group.share.delivery.count.limit", 5))
-        self.max_locks = int(config.get("group.share.partition.max.record.locks", 2000))
+        config = self.broker_config = state.config
+        # the group.share.* lock duration, delivery-count limit and in-flight
+        # cap are the defaults of the group configs (group_config)
         self.max_sessions = int(config.get("group.share.max.share.sessions", 2000))
         self._background: set[asyncio.Task[bool]] = set()
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
@@ -142,11 +113,20 @@ class ShareState:
         fsync_dir(self.configs_path.parent)
 
     def group_config(self, group_id: str, name: str) -> str:
-        return self.group_configs.get(group_id, {}).get(name, GROUP_CONFIGS[name])
+        own = self.group_configs.get(group_id, {})
+        return own[name] if name in own else default(name, self.broker_config)
 
     def lock_duration(self, group_id: str) -> int:
-        own = self.group_configs.get(group_id, {}).get("share.record.lock.duration.ms")
-        return int(own) if own is not None else self.lock_ms
+        return int(self.group_config(group_id, "share.record.lock.duration.ms"))
+
+    def _tuned(self, group_id: str, sp: SharePartition) -> SharePartition:
+        """`sp` under its group's configs as they are now: a lock duration,
+        delivery-count limit or in-flight cap set on the group applies from
+        the next acquisition on (Kafka reads them when it acquires)."""
+        sp.lock_ms = self.lock_duration(group_id)
+        sp.delivery_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+        sp.max_locks = int(self.group_config(group_id, "share.partition.max.record.locks"))
+        return sp
 
     # ---- share partitions -----------------------------------------------------
 
@@ -154,7 +134,7 @@ class ShareState:
         """The group's share partition if it has one (cached or written)."""
         sp = self.partitions.get((group_id, *tp))
         if sp is not None:
-            return sp
+            return self._tuned(group_id, sp)
         written = self.durable.store.get(ShareStateKey(group_id, *tp))
         if written is None:
             return None
@@ -164,11 +144,8 @@ class ShareState:
                 (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                 for b in written.batches
             ),
-            self.delivery_limit,
-            self.lock_duration(group_id),
-            self.max_locks,
         )
-        return sp
+        return self._tuned(group_id, sp)
 
     def keys(self, group_id: str) -> list[TopicPartition]:
         """The share partitions the group has state for."""
@@ -210,10 +187,8 @@ class ShareState:
         """The group's share partition starts afresh at `start` (made on first
         use, or AlterShareGroupOffsets): nothing in flight; written whole
         (a snapshot with the next state epoch) at the next `persist`."""
-        sp = self.partitions[(group_id, *tp)] = SharePartition(
-            start, start, self.delivery_limit, self.lock_duration(group_id), self.max_locks
-        )
-        return sp
+        sp = self.partitions[(group_id, *tp)] = SharePartition(start, start)
+        return self._tuned(group_id, sp)
 
     # ---- durability ---------------------------------------------------------------
 

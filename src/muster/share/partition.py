@@ -141,7 +141,11 @@ class SharePartition:
         self, member: str, first: int, last: int, types: tuple[int, ...], now: int
     ) -> int:
         """One acknowledgement batch: one type for the range, or one per
-        offset. Returns an error code (0: done). Nothing changes on an error."""
+        offset. Returns an error code (0: done). Nothing changes on an error
+        but locks past their deadline: they end first, so an acknowledgement
+        that comes after its lock expired finds the record no longer held
+        (INVALID_RECORD_STATE, as Kafka's lock timer would have it)."""
+        self.expire(now)
         if last < first or (len(types) not in (1, last - first + 1)):
             return INVALID_REQUEST
         if any(t not in AckType._value2member_map_ for t in types):

@@ -250,22 +250,22 @@ DYNAMIC_GROUP_CONFIG = 8  # Kafka's ConfigSource.GROUP_CONFIG
 
 
 def _group_configs(ctx: RequestContext, group: str) -> list[dict[str, Any]]:
-    from muster.server.share_state import GROUP_CONFIGS
+    from muster.share.group_configs import DEFAULTS, STRINGS, default
 
     share = ctx.state.services.share
     own = share.group_configs.get(group, {}) if share is not None else {}
     out = []
-    for name, default in GROUP_CONFIGS.items():
+    for name in DEFAULTS:
         source = DYNAMIC_GROUP_CONFIG if name in own else DEFAULT_CONFIG
-        kind = str if name in ("share.auto.offset.reset", "share.isolation.level") else int
-        out.append(_entry(name, own.get(name, default), source, kind, False))
+        value = own[name] if name in own else default(name, ctx.state.config)
+        out.append(_entry(name, value, source, str if name in STRINGS else int, False))
     return out
 
 
 def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str, Any]:
     """A share group's dynamic configs (Kafka's GroupConfig), durable
     (`share_group_configs.json`); served with muster.share.enable."""
-    from muster.server.share_state import check_group_config
+    from muster.share.group_configs import check_group, check_value
 
     share = ctx.state.services.share
     out: dict[str, Any] = {
@@ -284,7 +284,7 @@ def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str
             current.pop(c.name, None)
             continue
         problem = (
-            check_group_config(c.name, c.value or "")
+            check_value(c.name, c.value or "")
             if c.config_operation == SET
             else f"{c.name} is not a list config"
         )
@@ -292,6 +292,11 @@ def _alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> dict[str
             out.update(error_code=ErrorCode.invalid_config, error_message=problem)
             return out
         current[c.name] = c.value or ""
+    # the whole set against the broker's bounds, as Kafka's GroupConfig.validate
+    problem = check_group(current, ctx.state.config)
+    if problem is not None:
+        out.update(error_code=ErrorCode.invalid_config, error_message=problem)
+        return out
     if not validate_only:
         try:
             share.set_group_configs(res.resource_name, current)

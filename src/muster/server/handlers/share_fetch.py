@@ -171,11 +171,17 @@ def _acquire(
         committed = share.group_config(session.group_id, "share.isolation.level") == COMMITTED
         # read_committed hands out nothing past the last stable offset
         upper = last_stable_offset(plog, visible) if committed else visible
+        # Kafka initialises a group's share partitions off the fetch path and
+        # answers with the first that has records; the others' records come
+        # in the next answers (librdkafka 0179 counts on it: one partition's
+        # records per answer while a new group starts). Made now, a share
+        # partition waits for the next fetch when this one has records already.
+        fresh = share.existing(session.group_id, tp) is None
         sp = share.partition(
             session.group_id, tp, plog.log_start_offset, visible, _first_since(plog)
         )
         sp.expire(now)
-        if taken >= max_records or max_bytes <= 0:
+        if taken >= max_records or max_bytes <= 0 or (fresh and taken):
             continue
         start = sp.first_available()
         if start is None or start >= upper:
