@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from muster.config import BrokerConfig
 from muster.log.manager import LogManager
+from muster.protocol.codec import SameAnswer
 from muster.server.durability import Durability
 from muster.server.fetch_sessions import FetchSessionCache
 
@@ -105,6 +106,7 @@ class Services:
     coordinator: GroupCoordinator | None = None  # set once it is made (it loads later)
     transactions: TransactionCoordinator | None = None  # set once it has started
     share: ShareState | None = None  # share partitions and sessions, with muster.share.enable
+    api_versions: SameAnswer | None = None  # ApiVersions' answer, made at its first request
     bound_port: int | None = None  # the first listener's port, once listening
     bound_ports: dict[str, int] = field(default_factory=dict)  # listener name -> port
 

@@ -51,16 +51,11 @@ def supported_versions(table: dict[int, Any]) -> list[dict[str, int]]:
     ]
 
 
-# API table (by identity, kept alive here) -> its answer; a process holds one
-# table per broker it runs, and a table never changes once the broker serves
-_ANSWERS: dict[int, tuple[dict[int, Any], SameAnswer]] = {}
-
-
 async def handle_api_versions(ctx: RequestContext, req: Any) -> SameAnswer:
-    table = ctx.state.services.api_table
-    known = _ANSWERS.get(id(table))
-    if known is not None and known[0] is table:
-        return known[1]
+    services = ctx.state.services
+    if services.api_versions is not None:  # the table never changes once serving
+        return services.api_versions
+    table = services.api_table
     answer = SameAnswer(
         {
             "error_code": ErrorCode.none,
@@ -74,7 +69,5 @@ async def handle_api_versions(ctx: RequestContext, req: Any) -> SameAnswer:
             ),
         }
     )
-    if len(_ANSWERS) > 64:  # tests start many brokers in one process
-        _ANSWERS.clear()
-    _ANSWERS[id(table)] = (table, answer)
+    services.api_versions = answer
     return answer
